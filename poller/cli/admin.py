@@ -1,0 +1,24 @@
+"""``init``: create or upgrade the schema."""
+
+from __future__ import annotations
+
+import click
+
+from poller import db
+from poller.cli import App, pass_app
+
+
+@click.command()
+@pass_app
+def init(app: App) -> None:
+    """Create the database schema, or upgrade it to the newest version."""
+    engine = app.engine(check=False)
+    before, after = db.upgrade(engine)
+    where = db.safe_url(app.config.db_url)
+    if before == after:
+        click.echo(f"schema already at {after} in {where}")
+    else:
+        click.echo(f"schema {before or 'empty'} -> {after} in {where}")
+
+
+COMMANDS = [init]

@@ -1,0 +1,66 @@
+"""``post``, ``posts`` and ``signin``: ingest and read a Mood."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from poller import errors
+from poller.cli import App, common, pass_app
+
+
+@click.command()
+@click.argument("slug")
+@click.argument("text")
+@click.option("--as", "sender", required=True, metavar="HANDLE", help="Who is posting.")
+@click.option("--at", "at", metavar="ISO8601", help="When it was posted (default: now).")
+@click.option("--reply-to", type=int, metavar="POST_ID", help="The post this answers.")
+@pass_app
+def post(app: App, slug: str, text: str, sender: str, at: str | None,
+         reply_to: int | None) -> None:
+    """Post TEXT to the Mood SLUG (TEXT '-' reads stdin). Prints the new post's id."""
+    if text == "-":
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise errors.UserError(f"stdin is not valid UTF-8 (byte {exc.start})") from None
+    p = app.store.add_post(slug, sender, text, common.when(at), reply_to=reply_to)
+    click.echo(p.id)
+
+
+@click.command()
+@click.argument("slug")
+@click.option("--limit", type=int, default=20, show_default=True, help="How many, newest last.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def posts(app: App, slug: str, limit: int, as_json: bool) -> None:
+    """Show the Mood SLUG's latest posts, newest last."""
+    rows = app.store.posts(slug, limit=limit)
+    if as_json:
+        common.echo_json([p.to_json() for p in rows])
+        return
+    for p in rows:
+        stamp = p.created_at.strftime("%Y-%m-%d %H:%M")
+        if p.kind == "silent":
+            click.echo(f"#{p.id} [{p.sender}, {stamp}] ·")
+        else:
+            tag = "" if p.kind == "post" else f"({p.kind}) "
+            click.echo(f"#{p.id} [{p.sender}, {stamp}] {tag}{p.text}")
+
+
+@click.command()
+@click.argument("handle")
+@click.option("--mood", "slug", required=True, metavar="SLUG", help="The Mood signed in to.")
+@click.option("--tier", type=click.Choice(["key", "wiki"]), default="key", show_default=True,
+              help="How they signed in.")
+@click.option("--label", default="", help="A label for the session (e.g. a device).")
+@click.option("--at", "at", metavar="ISO8601", help="When (default: now).")
+@pass_app
+def signin(app: App, handle: str, slug: str, tier: str, label: str, at: str | None) -> None:
+    """Record that HANDLE signed in to a Mood."""
+    s = app.store.add_signin(handle, slug, common.when(at), tier=tier, label=label)
+    click.echo(s.id)
+
+
+COMMANDS = [post, posts, signin]

@@ -1,0 +1,129 @@
+"""Opening the database and bringing its schema to the newest migration.
+
+SQLite (the embedded default) runs in WAL mode with a busy timeout so the
+CLI and a running poller can share one file.  PostgreSQL URLs use psycopg 3
+(``postgresql+psycopg://``).  Driver errors become ``StoreError`` here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+
+from poller import errors
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password masked, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable URL>"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for *url*; raises StoreError when it cannot be opened."""
+    try:
+        parsed = make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise errors.StoreError(f"invalid database URL {url!r}") from exc
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() == "sqlite":
+        engine = _sqlite_engine(parsed)
+    else:
+        try:
+            engine = sa.create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 10})
+        except Exception as exc:  # missing driver, bad options
+            raise errors.StoreError(f"cannot open database {safe_url(url)}: {exc}") from exc
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except Exception as exc:
+        engine.dispose()
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+        raise errors.StoreError(f"cannot open database {safe_url(url)}: {reason}") from exc
+    return engine
+
+
+def _sqlite_engine(parsed) -> Engine:
+    database = parsed.database or ""
+    if database and database != ":memory:" and not database.startswith("file:"):
+        path = Path(database).expanduser()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise errors.StoreError(f"cannot create directory for {path}: {exc.strerror}") from exc
+    engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn, _record):
+        # The driver's own transaction handling is replaced by explicit BEGINs
+        # below so that SQLite takes its write lock at the start of a write
+        # transaction (BEGIN IMMEDIATE) instead of failing halfway through.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn):
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("sqlite_write") else "BEGIN")
+
+    return engine
+
+
+def alembic_config(engine: Engine):
+    from alembic.config import Config as AlembicConfig
+
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def upgrade(engine: Engine) -> tuple[str | None, str]:
+    """Bring the schema to the newest migration; returns (before, after) revisions."""
+    from alembic import command
+
+    before = current_revision(engine)
+    try:
+        command.upgrade(alembic_config(engine), "head")
+    except errors.PollerError:
+        raise
+    except Exception as exc:
+        raise errors.StoreError(f"migration failed: {exc}") from exc
+    return before, current_revision(engine) or ""
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config(None)).get_current_head()
+
+
+def check_schema(engine: Engine) -> None:
+    """Raise a clear error unless the schema is at the newest migration."""
+    current = current_revision(engine)
+    if current != head_revision():
+        if current is None:
+            raise errors.StoreError("the database has no schema yet: run `mood-poller init`")
+        raise errors.StoreError(
+            f"the database schema is at {current}, not the newest: run `mood-poller init`"
+        )

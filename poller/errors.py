@@ -1,0 +1,53 @@
+"""One exception hierarchy for the whole service.
+
+Library code raises these (translating driver errors with ``raise ... from``);
+only the CLI turns them into one-line messages and exit codes.
+"""
+
+from __future__ import annotations
+
+
+class PollerError(Exception):
+    """Base of every error mood-poller raises on purpose."""
+
+    exit_code = 1
+
+
+class UserError(PollerError):
+    """Bad input from the person at the keyboard: a clear message, nothing written."""
+
+
+class NotFound(UserError):
+    """A named Mood, participant, agent, post or wake does not exist."""
+
+
+class AlreadyExists(UserError):
+    """A slug or handle is already taken."""
+
+
+class InvalidSetting(UserError):
+    """A setting key or value fails validation."""
+
+
+class ConfigError(PollerError):
+    """The configuration is broken: a supervisor should not restart us."""
+
+    exit_code = 78  # EX_CONFIG
+
+
+class StoreError(PollerError):
+    """The database could not be opened or used."""
+
+    exit_code = 78
+
+
+class TokenizerError(ConfigError):
+    """The configured tiktoken encoding cannot be loaded offline."""
+
+
+class WikiError(PollerError):
+    """The dials wiki could not be read or written."""
+
+
+class WakerError(PollerError):
+    """An agent's turn could not be run."""

@@ -1,0 +1,153 @@
+"""Setting keys, their defaults and ranges, validation and slot resolution.
+
+Settings are append-only rows ``(mood|*, agent|*, key, value, until, set_by,
+note, at)``.  For each key the newest row of the most specific slot wins:
+(mood, agent) > (mood, *) > (*, agent) > (*, *) > the default.  A
+``listening`` row with an ``until`` in the past has lapsed and is ignored, so
+"off until tonight" falls back to whatever was set before.  Everything here
+is pure: rows in, values out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+from poller import errors
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    default: Any
+    parse: Callable[[str], Any]
+    help: str
+
+
+def _int_range(name: str, lo: int, hi: int, unit: str = "") -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        text = str(raw).strip().lower()
+        if unit == "s" and text.endswith("s"):
+            text = text[:-1]
+        try:
+            value = int(text)
+        except ValueError:
+            raise errors.InvalidSetting(f"{name} must be a whole number, got {raw!r}") from None
+        if not lo <= value <= hi:
+            raise errors.InvalidSetting(f"{name} must be between {lo} and {hi}, got {value}")
+        return value
+
+    return parse
+
+
+def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = str(raw).strip().lower()
+        if value not in choices:
+            raise errors.InvalidSetting(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+WEEK_S = 7 * 24 * 3600
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key("listening", "on", _choice("listening", ("on", "mentions", "off")),
+            "on: every trigger; mentions: only mentions; off: nothing (mentions are held)"),
+        Key("consider_after", 10, _int_range("consider_after", 0, 3600, "s"),
+            "seconds of settled chatter before a consider"),
+        Key("idle_after", 3000, _int_range("idle_after", 0, WEEK_S, "s"),
+            "seconds of silence before a quiet look (0: never)"),
+        Key("considers_per_hour", 6, _int_range("considers_per_hour", 0, 60),
+            "considers allowed per Mood and agent in any hour"),
+        Key("catch_up_tokens", 10_000, _int_range("catch_up_tokens", 1_000, 24_000),
+            "tokens of the Mood's history a wake carries word for word"),
+        Key("discretion", "normal", _choice("discretion", ("reserved", "normal", "chatty")),
+            "how readily the agent speaks unprompted"),
+        Key("verbosity", "normal", _choice("verbosity", ("brief", "normal", "thorough")),
+            "how long its answers should be"),
+        Key("max_wakes_per_hour", 30, _int_range("max_wakes_per_hour", 0, 600),
+            "wakes per agent in any hour, across all Moods"),
+        Key("parallel_turns", 8, _int_range("parallel_turns", 1, 64),
+            "turns one agent may have running at once"),
+        Key("cooldown", 60, _int_range("cooldown", 0, 24 * 3600, "s"),
+            "seconds after a turn completes before the next unprompted wake there"),
+    )
+}
+
+# Keys an agent may change from a ```settings block in its reply.
+AGENT_SETTABLE = ("discretion", "verbosity", "idle_after", "consider_after",
+                  "considers_per_hour", "catch_up_tokens", "listening")
+
+SLOT_NAMES = {(True, True): "mood+agent", (True, False): "mood", (False, True): "agent",
+              (False, False): "global"}
+
+
+def validate(key: str, value: str, until: Optional[dt.datetime] = None) -> Any:
+    """The parsed value of *key*, or InvalidSetting naming the problem."""
+    spec = KEYS.get(key)
+    if spec is None:
+        raise errors.InvalidSetting(f"unknown setting {key!r} (known: {', '.join(KEYS)})")
+    if until is not None and key != "listening":
+        raise errors.InvalidSetting("--until applies only to listening")
+    return spec.parse(value)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One settings row, as the resolver needs it."""
+
+    id: int
+    mood_id: Optional[int]
+    agent_id: Optional[int]
+    key: str
+    value: str
+    until: Optional[dt.datetime] = None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    key: str
+    value: Any
+    slot: str  # mood+agent | mood | agent | global | default
+    until: Optional[dt.datetime] = None
+    row_id: Optional[int] = None
+
+
+def resolve(rows: Iterable[Row], mood_id: Optional[int], agent_id: Optional[int],
+            now: dt.datetime) -> dict[str, Resolved]:
+    """Resolve every key for (mood_id, agent_id) from the rows that may apply."""
+    best: dict[str, tuple[tuple[int, int], Row]] = {}
+    for row in rows:
+        if row.key not in KEYS:
+            continue
+        if row.mood_id is not None and row.mood_id != mood_id:
+            continue
+        if row.agent_id is not None and row.agent_id != agent_id:
+            continue
+        if row.until is not None and row.until <= now:
+            continue
+        rank = ((row.mood_id is not None) * 2 + (row.agent_id is not None), row.id)
+        if row.key not in best or rank > best[row.key][0]:
+            best[row.key] = (rank, row)
+    out = {}
+    for name, spec in KEYS.items():
+        if name in best:
+            row = best[name][1]
+            slot = SLOT_NAMES[(row.mood_id is not None, row.agent_id is not None)]
+            try:
+                value = spec.parse(row.value)
+            except errors.InvalidSetting:
+                value, slot = spec.default, "default"  # a row written by an older version
+            out[name] = Resolved(name, value, slot, row.until, row.id)
+        else:
+            out[name] = Resolved(name, spec.default, "default")
+    return out
+
+
+def values(resolved: dict[str, Resolved]) -> dict[str, Any]:
+    return {k: r.value for k, r in resolved.items()}

@@ -1,0 +1,327 @@
+"""The store: every read and write the service makes, as domain verbs.
+
+Callers never build SQL; they call ``store.add_post(...)``,
+``store.resolve_settings(...)`` and so on, and get frozen values back
+(:mod:`poller.values`), never live ORM rows.  Each verb is one short
+transaction.  Writes on SQLite take the write lock up front (BEGIN
+IMMEDIATE, see :mod:`poller.db`) so concurrent writers wait instead of
+failing halfway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from typing import Iterator, Optional, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from poller import errors, models, settings, text, tokens, values
+from poller.models import Agent, Mention, Mood, Participant, Post, Setting, SignIn
+
+TRUST_LEVELS = ("full", "look", "none")
+WAKERS = ("command", "claude-code", "url")
+
+
+class Store:
+    def __init__(self, engine: Engine, counter: tokens.Counter | None = None):
+        self.engine = engine
+        self._counter = counter
+        self._read = sessionmaker(engine, expire_on_commit=False)
+        self._write = sessionmaker(engine.execution_options(sqlite_write=True),
+                                   expire_on_commit=False)
+
+    @property
+    def counter(self) -> tokens.Counter:
+        if self._counter is None:
+            self._counter = tokens.counter()
+        return self._counter
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Session]:
+        with self._read() as session, session.begin():
+            yield session
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[Session]:
+        """One write transaction: committed on success, rolled back on any error."""
+        with self._write() as session, session.begin():
+            yield session
+
+    # -- Moods ---------------------------------------------------------------
+
+    def add_mood(self, slug: str, title: str, now: dt.datetime) -> values.MoodInfo:
+        text.check_slug(slug)
+        if len(title) > 200:
+            raise errors.UserError("Mood title too long (the limit is 200 characters)")
+        with self.writing() as s:
+            if s.scalar(sa.select(Mood.id).where(Mood.slug == slug)) is not None:
+                raise errors.AlreadyExists(f"Mood {slug!r} already exists")
+            mood = Mood(slug=slug, title=title or slug, archived=False, created_at=now)
+            s.add(mood)
+            s.flush()
+            return values.MoodInfo.from_row(mood)
+
+    def moods(self, include_archived: bool = True) -> list[values.MoodInfo]:
+        with self.reading() as s:
+            q = sa.select(Mood).order_by(Mood.slug)
+            if not include_archived:
+                q = q.where(Mood.archived.is_(False))
+            return [values.MoodInfo.from_row(m) for m in s.scalars(q)]
+
+    def mood(self, slug: str) -> values.MoodInfo:
+        with self.reading() as s:
+            return values.MoodInfo.from_row(self._mood(s, slug))
+
+    def archive_mood(self, slug: str, archived: bool = True) -> values.MoodInfo:
+        with self.writing() as s:
+            mood = self._mood(s, slug)
+            mood.archived = archived
+            return values.MoodInfo.from_row(mood)
+
+    @staticmethod
+    def _mood(s: Session, slug: str) -> Mood:
+        mood = s.scalar(sa.select(Mood).where(Mood.slug == slug))
+        if mood is None:
+            raise errors.NotFound(f"no Mood {slug!r} (see `mood-poller mood list`)")
+        return mood
+
+    # -- People and agents ---------------------------------------------------
+
+    def add_person(self, handle: str, trust: str, now: dt.datetime) -> values.ParticipantInfo:
+        if trust not in TRUST_LEVELS:
+            raise errors.UserError(f"trust must be one of {', '.join(TRUST_LEVELS)}, got {trust!r}")
+        with self.writing() as s:
+            p = self._new_participant(s, handle, "person", trust, now)
+            return values.ParticipantInfo.from_row(p)
+
+    def add_agent(self, handle: str, now: dt.datetime, *, waker: str = "command",
+                  command: Optional[str] = None, url: Optional[str] = None,
+                  timeout: Optional[float] = None, workdir: Optional[str] = None,
+                  options: Optional[dict] = None) -> values.AgentInfo:
+        if waker not in WAKERS:
+            raise errors.UserError(f"unknown waker {waker!r}")
+        if waker == "command" and not (command and command.strip()):
+            raise errors.UserError("an agent needs a command (--command CMD)")
+        if waker == "url" and not url:
+            raise errors.UserError("an HTTP agent needs a URL (--url URL)")
+        if timeout is not None and timeout <= 0:
+            raise errors.UserError(f"timeout must be positive, got {timeout:g}")
+        with self.writing() as s:
+            # Agents are trusted to speak but not to wake each other with
+            # full tools: their mentions wake look-only turns.
+            p = self._new_participant(s, handle, "agent", "look", now)
+            agent = Agent(participant_id=p.id, waker=waker, command=command, url=url,
+                          timeout=timeout, workdir=workdir, options=options or {})
+            s.add(agent)
+            s.flush()
+            return values.AgentInfo.from_rows(p, agent)
+
+    def _new_participant(self, s: Session, handle: str, kind: str, trust: str,
+                         now: dt.datetime) -> Participant:
+        text.check_handle(handle)
+        key = handle.lower()
+        if s.scalar(sa.select(Participant.id).where(Participant.handle_key == key)) is not None:
+            raise errors.AlreadyExists(f"handle {handle!r} is already taken")
+        p = Participant(handle=handle, handle_key=key, kind=kind, trust=trust, created_at=now)
+        s.add(p)
+        s.flush()
+        return p
+
+    def set_trust(self, handle: str, trust: str) -> values.ParticipantInfo:
+        if trust not in TRUST_LEVELS:
+            raise errors.UserError(f"trust must be one of {', '.join(TRUST_LEVELS)}, got {trust!r}")
+        with self.writing() as s:
+            p = self._participant(s, handle)
+            if p.kind != "person":
+                raise errors.UserError(f"{p.handle!r} is an agent; trust applies to people")
+            p.trust = trust
+            return values.ParticipantInfo.from_row(p)
+
+    def participant(self, handle: str) -> values.ParticipantInfo:
+        with self.reading() as s:
+            return values.ParticipantInfo.from_row(self._participant(s, handle))
+
+    def people(self) -> list[values.ParticipantInfo]:
+        with self.reading() as s:
+            q = sa.select(Participant).where(Participant.kind == "person").order_by(Participant.handle_key)
+            return [values.ParticipantInfo.from_row(p) for p in s.scalars(q)]
+
+    def agents(self) -> list[values.AgentInfo]:
+        with self.reading() as s:
+            q = (sa.select(Participant, Agent).join(Agent, Agent.participant_id == Participant.id)
+                 .order_by(Participant.handle_key))
+            return [values.AgentInfo.from_rows(p, a) for p, a in s.execute(q)]
+
+    def agent(self, handle: str) -> values.AgentInfo:
+        with self.reading() as s:
+            p = self._participant(s, handle)
+            a = s.get(Agent, p.id)
+            if a is None:
+                raise errors.NotFound(f"{p.handle!r} is a person, not an agent")
+            return values.AgentInfo.from_rows(p, a)
+
+    @staticmethod
+    def _participant(s: Session, handle: str) -> Participant:
+        p = s.scalar(sa.select(Participant).where(Participant.handle_key == (handle or "").lower()))
+        if p is None:
+            raise errors.NotFound(f"no person or agent {handle!r}")
+        return p
+
+    # -- Posts ---------------------------------------------------------------
+
+    def add_post(self, slug: str, sender: str, body: str, now: dt.datetime, *,
+                 reply_to: Optional[int] = None, kind: str = "post") -> values.PostInfo:
+        """Ingest one post: count its tokens once and record whom it mentions."""
+        text.check_post_text(body)
+        n_tokens = self.counter.count(body)
+        with self.writing() as s:
+            mood = self._mood(s, slug)
+            who = self._participant(s, sender)
+            return self._insert_post(s, mood, who, body, now, reply_to, kind, n_tokens)
+
+    def add_posts(self, items: Sequence[tuple[str, str, str, dt.datetime]]) -> list[int]:
+        """Ingest many ``(slug, sender, text, at)`` posts in one transaction."""
+        for _, _, body, _ in items:
+            text.check_post_text(body)
+        counts = self.counter.count_many([body for _, _, body, _ in items])
+        with self.writing() as s:
+            moods: dict[str, Mood] = {}
+            people: dict[str, Participant] = {}
+            ids = []
+            for (slug, sender, body, at), n in zip(items, counts):
+                mood = moods.get(slug) or moods.setdefault(slug, self._mood(s, slug))
+                who = people.get(sender) or people.setdefault(sender, self._participant(s, sender))
+                ids.append(self._insert_post(s, mood, who, body, at, None, "post", n).id)
+            return ids
+
+    def _insert_post(self, s: Session, mood: Mood, who: Participant, body: str,
+                     now: dt.datetime, reply_to: Optional[int], kind: str,
+                     n_tokens: int) -> values.PostInfo:
+        target_sender = None
+        if reply_to is not None:
+            target = s.get(Post, reply_to)
+            if target is None or target.mood_id != mood.id:
+                raise errors.NotFound(f"no post {reply_to} in Mood {mood.slug!r} to reply to")
+            target_sender = target.sender_id
+        post = Post(mood_id=mood.id, sender_id=who.id, created_at=now, text=body,
+                    kind=kind, reply_to=reply_to, tokens=n_tokens)
+        s.add(post)
+        s.flush()
+        mentioned: dict[int, str] = {}
+        if kind == "post":
+            keys = text.mentioned_keys(body)
+            if keys:
+                q = sa.select(Participant.id).where(Participant.handle_key.in_(keys))
+                mentioned.update({pid: "at" for pid in s.scalars(q)})
+            if target_sender is not None and target_sender not in mentioned:
+                mentioned[target_sender] = "reply"
+        mentioned.pop(who.id, None)  # nobody mentions themselves
+        s.add_all(Mention(post_id=post.id, participant_id=pid, via=via)
+                  for pid, via in mentioned.items())
+        s.flush()
+        return values.PostInfo(post.id, mood.slug, who.handle, who.kind, now, body, kind,
+                               reply_to, n_tokens)
+
+    def posts(self, slug: str, limit: int = 50, after_id: int = 0) -> list[values.PostInfo]:
+        """The newest *limit* posts of a Mood (after *after_id*), oldest first."""
+        if limit < 1:
+            raise errors.UserError("--limit must be at least 1")
+        with self.reading() as s:
+            mood = self._mood(s, slug)
+            q = (sa.select(Post, Participant.handle, Participant.kind)
+                 .join(Participant, Participant.id == Post.sender_id)
+                 .where(Post.mood_id == mood.id, Post.id > after_id)
+                 .order_by(Post.id.desc()).limit(limit))
+            rows = s.execute(q).all()
+            return [values.PostInfo.from_row(p, slug, h, k) for p, h, k in reversed(rows)]
+
+    # -- Sign-ins --------------------------------------------------------------
+
+    def add_signin(self, handle: str, slug: str, now: dt.datetime, tier: str = "key",
+                   label: str = "") -> values.SignInInfo:
+        if tier not in ("key", "wiki"):
+            raise errors.UserError(f"tier must be key or wiki, got {tier!r}")
+        if len(label) > 200:
+            raise errors.UserError("label too long (the limit is 200 characters)")
+        with self.writing() as s:
+            mood = self._mood(s, slug)
+            who = self._participant(s, handle)
+            row = SignIn(participant_id=who.id, mood_id=mood.id, tier=tier, label=label, at=now)
+            s.add(row)
+            s.flush()
+            return values.SignInInfo(row.id, who.handle, slug, tier, label, now)
+
+    # -- Settings --------------------------------------------------------------
+
+    def set_setting(self, key: str, value: str, now: dt.datetime, *, mood: Optional[str] = None,
+                    agent: Optional[str] = None, by: Optional[str] = None, note: str = "",
+                    until: Optional[dt.datetime] = None) -> values.SettingChange:
+        """Validate and append one settings row."""
+        return self.set_settings({key: value}, now, mood=mood, agent=agent, by=by,
+                                 note=note, until=until)[0]
+
+    def set_settings(self, changes: dict[str, str], now: dt.datetime, *,
+                     mood: Optional[str] = None, agent: Optional[str] = None,
+                     by: Optional[str] = None, note: str = "",
+                     until: Optional[dt.datetime] = None) -> list[values.SettingChange]:
+        """Validate every change first, then append them all in one transaction."""
+        parsed = {k: settings.validate(k, v, until if k == "listening" else None)
+                  for k, v in changes.items()}
+        if until is not None and "listening" not in changes:
+            raise errors.InvalidSetting("--until applies only to listening")
+        if until is not None and until <= now:
+            raise errors.InvalidSetting("--until must be in the future")
+        if len(note) > 500:
+            raise errors.UserError("note too long (the limit is 500 characters)")
+        with self.writing() as s:
+            mood_id = self._mood(s, mood).id if mood else None
+            agent_id = None
+            if agent:
+                a = self._participant(s, agent)
+                if a.kind != "agent":
+                    raise errors.NotFound(f"{a.handle!r} is a person, not an agent")
+                agent_id = a.id
+            by_id = self._participant(s, by).id if by else None
+            before = self._resolve(s, mood_id, agent_id, now)
+            out = []
+            for key, value in parsed.items():
+                s.add(Setting(mood_id=mood_id, agent_id=agent_id, key=key, value=str(value),
+                              until=until if key == "listening" else None, set_by=by_id,
+                              note=note, at=now))
+                out.append(values.SettingChange(key, before[key].value, value, by, mood, agent, now, note))
+            s.flush()
+            return out
+
+    def resolve_settings(self, mood_id: Optional[int], agent_id: Optional[int],
+                         now: dt.datetime) -> dict[str, settings.Resolved]:
+        with self.reading() as s:
+            return self._resolve(s, mood_id, agent_id, now)
+
+    def resolved(self, now: dt.datetime, mood: Optional[str] = None,
+                 agent: Optional[str] = None) -> dict[str, settings.Resolved]:
+        """Settings as they apply to a Mood and agent named by slug and handle."""
+        with self.reading() as s:
+            mood_id = self._mood(s, mood).id if mood else None
+            agent_id = None
+            if agent:
+                a = self._participant(s, agent)
+                if a.kind != "agent":
+                    raise errors.NotFound(f"{a.handle!r} is a person, not an agent")
+                agent_id = a.id
+            return self._resolve(s, mood_id, agent_id, now)
+
+    @staticmethod
+    def _resolve(s: Session, mood_id, agent_id, now) -> dict[str, settings.Resolved]:
+        q = sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key,
+                      Setting.value, Setting.until).where(
+            sa.or_(Setting.mood_id.is_(None), Setting.mood_id == mood_id),
+            sa.or_(Setting.agent_id.is_(None), Setting.agent_id == agent_id))
+        rows = [settings.Row(*r) for r in s.execute(q)]
+        return settings.resolve(rows, mood_id, agent_id, now)

@@ -1,0 +1,72 @@
+"""Pure parsing of what people type: handles, slugs, mentions, timestamps."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from poller import errors
+
+MAX_POST_CHARS = 65_536  # a post longer than this is refused at ingest
+HANDLE_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,30}[A-Za-z0-9])?")
+SLUG_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
+# '@' not preceded by a word character or another '@' (so e-mail addresses
+# and '@@x' are not mentions); the handle runs to the first character that
+# cannot be part of one.
+MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z0-9][A-Za-z0-9_-]*)")
+
+
+def check_handle(handle: str) -> str:
+    if not HANDLE_RE.fullmatch(handle or ""):
+        raise errors.UserError(
+            f"invalid handle {handle!r}: use 1-32 letters, digits, '-' or '_', "
+            "starting and ending with a letter or digit"
+        )
+    return handle
+
+
+def check_slug(slug: str) -> str:
+    if not SLUG_RE.fullmatch(slug or ""):
+        raise errors.UserError(
+            f"invalid Mood slug {slug!r}: use 1-64 lower-case letters, digits or '-', "
+            "starting and ending with a letter or digit"
+        )
+    return slug
+
+
+def mentioned_keys(text: str) -> set[str]:
+    """Lower-cased handles written as ``@handle`` in *text*."""
+    return {m.group(1).rstrip("-_").lower() for m in MENTION_RE.finditer(text)}
+
+
+def check_post_text(text: str) -> str:
+    if not text or not text.strip():
+        raise errors.UserError("empty post: give the text to post")
+    if len(text) > MAX_POST_CHARS:
+        raise errors.UserError(
+            f"post too long: {len(text):,} characters (the limit is {MAX_POST_CHARS:,})"
+        )
+    if "\x00" in text:
+        raise errors.UserError("post contains a NUL character")
+    return text
+
+
+def parse_time(raw: str, what: str = "time") -> dt.datetime:
+    """ISO 8601 to an aware UTC datetime; a time with no offset is taken as UTC."""
+    try:
+        value = dt.datetime.fromisoformat(raw.strip().replace("Z", "+00:00") if raw else "")
+    except ValueError:
+        raise errors.UserError(f"invalid {what} {raw!r}: use ISO 8601, e.g. 2026-11-30T14:05:00Z") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return value.astimezone(dt.timezone.utc)
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,117 @@
+"""Frozen values the store hands out: the logic never touches live ORM rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from poller.text import iso
+
+
+@dataclass(frozen=True)
+class MoodInfo:
+    id: int
+    slug: str
+    title: str
+    archived: bool
+    created_at: dt.datetime
+
+    @classmethod
+    def from_row(cls, row) -> "MoodInfo":
+        return cls(row.id, row.slug, row.title, row.archived, row.created_at)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "slug": self.slug, "title": self.title,
+                "archived": self.archived, "created_at": iso(self.created_at)}
+
+
+@dataclass(frozen=True)
+class ParticipantInfo:
+    id: int
+    handle: str
+    kind: str
+    trust: str
+    created_at: dt.datetime
+
+    @classmethod
+    def from_row(cls, row) -> "ParticipantInfo":
+        return cls(row.id, row.handle, row.kind, row.trust, row.created_at)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "handle": self.handle, "kind": self.kind, "trust": self.trust,
+                "created_at": iso(self.created_at)}
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    id: int
+    handle: str
+    waker: str
+    command: Optional[str] = None
+    url: Optional[str] = None
+    timeout: Optional[float] = None
+    workdir: Optional[str] = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_rows(cls, p, a) -> "AgentInfo":
+        return cls(p.id, p.handle, a.waker, a.command, a.url, a.timeout, a.workdir,
+                   dict(a.options or {}))
+
+    def to_json(self) -> dict:
+        out = {"id": self.id, "handle": self.handle, "waker": self.waker,
+               "command": self.command, "url": self.url, "timeout": self.timeout,
+               "workdir": self.workdir}
+        # Header values may carry credentials: show only their names.
+        opts = dict(self.options)
+        if "headers" in opts:
+            opts["headers"] = {k: "***" for k in opts["headers"]}
+        out["options"] = opts
+        return out
+
+
+@dataclass(frozen=True)
+class PostInfo:
+    id: int
+    mood: str
+    sender: str
+    sender_kind: str
+    created_at: dt.datetime
+    text: str
+    kind: str
+    reply_to: Optional[int]
+    tokens: int
+
+    @classmethod
+    def from_row(cls, row, slug: str, handle: str, sender_kind: str) -> "PostInfo":
+        return cls(row.id, slug, handle, sender_kind, row.created_at, row.text, row.kind,
+                   row.reply_to, row.tokens)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "mood": self.mood, "sender": self.sender,
+                "sender_kind": self.sender_kind, "created_at": iso(self.created_at),
+                "kind": self.kind, "text": self.text, "reply_to": self.reply_to,
+                "tokens": self.tokens}
+
+
+@dataclass(frozen=True)
+class SignInInfo:
+    id: int
+    who: str
+    mood: str
+    tier: str
+    label: str
+    at: dt.datetime
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    key: str
+    old: Any
+    new: Any
+    by: Optional[str]
+    mood: Optional[str]
+    agent: Optional[str]
+    at: dt.datetime
+    note: str = ""
