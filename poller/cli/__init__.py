@@ -99,8 +99,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("mood-poller: aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx else "mood-poller"
+        click.echo(f"mood-poller: {exc.format_message()} (see `{where} --help`)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"mood-poller: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
     except errors.PollerError as exc:
         click.echo(f"mood-poller: {exc}", err=True)

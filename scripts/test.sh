@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up everything the test suite needs on a fresh Debian machine, then run it.
+#   - Debian packages: PostgreSQL (the store's tests start a throwaway server)
+#     and MediaWiki with PHP's SQLite driver (the dials tests start a real wiki).
+#   - Python packages: this project with its test extras, editable.
+# Extra arguments go to pytest, e.g. `scripts/test.sh -k wiki`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi micro-httpd)
+missing=()
+for deb in "${DEBS[@]}"; do
+  dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing Debian packages: ${missing[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The Debian package starts a cluster of its own; the tests start their own
+# throwaway servers and need none running.
+if command -v pg_lsclusters >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  pg_lsclusters -h 2>/dev/null | while read -r ver name _; do
+    pg_ctlcluster "$ver" "$name" stop 2>/dev/null || true
+  done
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+exec python3 -m pytest -q "$@"
