@@ -1,5 +1,9 @@
 """Built-in dial wording, used for any level the wiki cannot supply.
 
+It matches the starting page shipped in ``memory-lane/dials.wikitext`` (a test
+keeps the two in step), so a wiki that was never seeded and a freshly seeded
+one tell agents the same thing.
+
 ``DialWords`` is the value the rest of the service consumes: the text for
 each level of each dial and the name of where it came from (``wiki@<revid>``,
 ``cache@<revid>`` or ``fallback``).
@@ -16,22 +20,23 @@ DIALS = {
 
 DISCRETION = {
     "reserved": (
-        "Speak only if you have something this Mood clearly needs from you: a fact "
-        "you hold, a mistake worth correcting, or a question only you can answer. "
+        "Speak only if this Mood clearly needs something from you: a fact you hold, "
+        "a mistake worth correcting, or a question nobody else can answer. "
         "Otherwise stay silent."
     ),
     "normal": (
         "Join in if you can add something useful that nobody has said yet. If the "
-        "talk is going fine without you, stay silent."
+        "conversation is doing fine without you, stay silent."
     ),
     "chatty": (
-        "Feel free to join in: a thought, a question or a bit of warmth is welcome "
-        "here, as long as it adds to the conversation rather than repeating it."
+        "You are welcome to join in with a thought, a question or a friendly word, as "
+        "long as it adds to the conversation rather than repeating it. Stay silent "
+        "only if you have nothing to add."
     ),
 }
 
 VERBOSITY = {
-    "brief": "Keep it short: a sentence or two, no lists, no preamble.",
+    "brief": "Keep your answer short: a sentence or two, no lists, no preamble.",
     "normal": "",  # no line at the normal level
     "thorough": (
         "Take the room you need: explain your reasoning, give examples, and cover "

@@ -30,6 +30,8 @@ _BREAK = "\x03"  # <br>: a hard line break inside a paragraph
 _HIDDEN_LINK = re.compile(r"^\s*(category|file|image)\s*:", re.IGNORECASE)
 _MAGIC_WORD = re.compile(r"__[A-Z]+__")
 _SPACES = re.compile(r"[ \t\u00a0]+")
+# Tags whose contents a reader does not see inline (footnotes, scripts, styles).
+_UNSEEN_TAGS = {"ref", "references", "script", "style", "noinclude", "templatestyles"}
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ def _strip_tag(tag: nodes.Tag, notes: list[str]) -> str:
         return "\n\n"
     if name in ("nowiki", "pre") and tag.contents is not None:
         return str(tag.contents)
-    if tag.contents is None or not is_visible(name):
+    if tag.contents is None or name in _UNSEEN_TAGS or not is_visible(name):
         return ""
     return _strip(tag.contents, notes)
 

@@ -1,0 +1,220 @@
+"""The MediaWiki the dial wording lives on, behind a small interface.
+
+:class:`MwWiki` talks to a real wiki with mwclient; :class:`MemoryWiki` is
+its in-memory twin for unit tests.  Both raise :class:`poller.errors.WikiError`
+(or its :class:`PageMissing`) and nothing else.
+
+mwclient's defaults would retry a dead wiki 25 times with growing sleeps and
+wait 30 s per request, and its ``Site()`` constructor asks the wiki for site
+information.  So every read builds a ``Site`` with ``do_init=False``, no
+retries and a short timeout, and runs in a helper thread that is abandoned
+after ``timeout`` seconds: that bound also covers what the socket timeouts do
+not (a slow DNS answer, a server trickling bytes).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol, TypeVar
+
+import mwclient
+import mwclient.errors
+import requests
+
+from poller import errors
+
+T = TypeVar("T")
+
+USER_AGENT = "mood-poller (dial wording reader)"
+
+
+class PageMissing(errors.WikiError):
+    """The wiki answered, but the page does not exist (never created, or deleted)."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    revid: int
+    wikitext: str
+    protected: Optional[bool]  # protected from anonymous edits; None: unknown
+
+
+class Wiki(Protocol):
+    site: str
+
+    def fetch(self, title: str) -> Fetched: ...
+
+    def write(self, title: str, text: str, summary: str, *, user: str, password: str,
+              overwrite: bool = False) -> int: ...
+
+
+class MwWiki:
+    """A real MediaWiki, read anonymously through its action API."""
+
+    def __init__(self, host: str, *, path: str = "/w/", scheme: str = "https",
+                 timeout: float = 5.0) -> None:
+        self.host = host
+        self.path = path
+        self.scheme = scheme
+        self.timeout = timeout
+
+    @property
+    def site(self) -> str:
+        return f"{self.scheme}://{self.host}{self.path}"
+
+    def fetch(self, title: str) -> Fetched:
+        """The page's newest revision and protection, within ``timeout`` seconds."""
+        return _within(self.timeout, f"wiki {self.host} gave no answer within {self.timeout:g}s",
+                       lambda: self._fetch(title))
+
+    def write(self, title: str, text: str, summary: str, *, user: str, password: str,
+              overwrite: bool = False) -> int:
+        """Log in with a bot password and save *text*; return the new revision id.
+
+        Without *overwrite* the page is only created, never replaced.
+        """
+        site = self._site()
+        try:
+            try:
+                site.login(user, password)
+            except mwclient.errors.LoginError as exc:
+                # Not chained: the request inside the cause carries the password.
+                raise errors.WikiError(
+                    f"wiki {self.host} refused the login of {user!r}: {exc.code}") from None
+            params = {"title": title, "text": text, "summary": summary, "bot": "1",
+                      "assert": "user", "token": site.get_token("csrf"), "formatversion": "2"}
+            if not overwrite:
+                params["createonly"] = "1"
+            try:
+                result = site.post("edit", **params)
+            except mwclient.errors.APIError as exc:
+                if exc.code == "articleexists":
+                    raise errors.WikiError(f"{title!r} already exists on {self.host}; "
+                                           "pass --force to replace it") from None
+                raise
+            edit = result.get("edit", {})
+            if edit.get("result") != "Success":
+                raise errors.WikiError(f"wiki {self.host} did not save {title!r}: {edit}")
+            if edit.get("nochange"):
+                return self._fetch(title).revid
+            return int(edit["newrevid"])
+        except errors.WikiError:
+            raise
+        except (requests.RequestException, mwclient.errors.MwClientError, ValueError) as exc:
+            raise errors.WikiError(_describe(self.host, exc)) from None
+        finally:
+            site.connection.close()
+
+    def _site(self) -> mwclient.Site:
+        return mwclient.Site(
+            self.host, path=self.path, scheme=self.scheme, do_init=False,
+            max_retries=0, retry_timeout=0, force_login=False,
+            connection_options={"timeout": (self.timeout, self.timeout)},
+            clients_useragent=USER_AGENT)
+
+    def _fetch(self, title: str) -> Fetched:
+        site = self._site()
+        try:
+            answer = site.get("query", prop="revisions|info", titles=title,
+                              rvprop="ids|content", rvslots="main",
+                              inprop="protection", intestactions="edit",
+                              formatversion="2")
+        except (requests.RequestException, mwclient.errors.MwClientError, ValueError) as exc:
+            raise errors.WikiError(_describe(self.host, exc)) from exc
+        finally:
+            site.connection.close()
+        return _read_answer(self.host, title, answer)
+
+
+def _read_answer(host: str, title: str, answer: dict) -> Fetched:
+    try:
+        page = answer["query"]["pages"][0]
+        if page.get("missing") or page.get("invalid"):
+            raise PageMissing(f"{title!r} does not exist on {host}")
+        revision = page["revisions"][0]
+        text = revision["slots"]["main"]["content"]
+        revid = int(revision["revid"])
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise errors.WikiError(f"wiki {host} gave an answer without the page text") from exc
+    return Fetched(revid=revid, wikitext=text, protected=_protected(page))
+
+
+def _protected(page: dict) -> Optional[bool]:
+    """Whether an anonymous reader (which we are) is barred from editing the page."""
+    actions = page.get("actions")
+    if isinstance(actions, dict) and "edit" in actions:
+        return not actions["edit"]
+    if any(p.get("type") == "edit" for p in page.get("protection", [])):
+        return True
+    return None
+
+
+def _describe(host: str, exc: BaseException) -> str:
+    """A one-line reason that never includes request bodies (they may hold secrets)."""
+    if isinstance(exc, requests.Timeout):
+        return f"wiki {host} timed out"
+    if isinstance(exc, requests.ConnectionError):
+        return f"wiki {host} is unreachable"
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        return f"wiki {host} answered HTTP {exc.response.status_code}"
+    if isinstance(exc, mwclient.errors.APIError):
+        return f"wiki {host} API error {exc.code}"
+    if isinstance(exc, mwclient.errors.InvalidResponse):
+        return f"wiki {host} did not answer with JSON"
+    return f"wiki {host} failed: {exc.__class__.__name__}"
+
+
+def _within(seconds: float, message: str, work: Callable[[], T]) -> T:
+    """Run *work* in a daemon thread; give up on it after *seconds*."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed back to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="dial-wiki-read", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise errors.WikiError(message)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+class MemoryWiki:
+    """In-memory twin of :class:`MwWiki`: pages by title, and a switch to take it down."""
+
+    def __init__(self, site: str = "memory://wiki") -> None:
+        self.site = site
+        self.pages: dict[str, Fetched] = {}
+        self.down = False
+        self.reads = 0
+        self._revid = 0
+
+    def edit(self, title: str, text: str, *, protected: Optional[bool] = False) -> int:
+        self._revid += 1
+        self.pages[title] = Fetched(revid=self._revid, wikitext=text, protected=protected)
+        return self._revid
+
+    def delete(self, title: str) -> None:
+        del self.pages[title]
+
+    def fetch(self, title: str) -> Fetched:
+        self.reads += 1
+        if self.down:
+            raise errors.WikiError("memory wiki is down")
+        if title not in self.pages:
+            raise PageMissing(f"{title!r} does not exist")
+        return self.pages[title]
+
+    def write(self, title: str, text: str, summary: str, *, user: str, password: str,
+              overwrite: bool = False) -> int:
+        if self.down:
+            raise errors.WikiError("memory wiki is down")
+        if title in self.pages and not overwrite:
+            raise errors.WikiError(f"{title!r} already exists; pass --force to replace it")
+        return self.edit(title, text)
