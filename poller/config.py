@@ -50,7 +50,7 @@ class WikiConfig:
     ttl: float = 300.0  # seconds a fetched copy is fresh
     timeout: float = 5.0  # seconds for any one wiki request
     bot_user: str = ""  # "User@botname", for `dials --seed-page`
-    bot_password: str = ""  # secret; or env MOOD_POLLER_WIKI_BOT_PASSWORD
+    bot_password: str = field(default="", repr=False)  # secret; or env MOOD_POLLER_WIKI_BOT_PASSWORD
     max_chars: int = 1200  # cap on each dial level's text
 
 
@@ -72,7 +72,7 @@ class SummarizerConfig:
     kind: str = "extractive"  # extractive | llm | none
     url: str = ""  # OpenAI-compatible base URL, e.g. http://127.0.0.1:8080
     model: str = ""
-    api_key: str = ""  # secret; or env MOOD_POLLER_SUMMARIZER_API_KEY
+    api_key: str = field(default="", repr=False)  # secret; or env MOOD_POLLER_SUMMARIZER_API_KEY
     timeout: float = 10.0
 
 

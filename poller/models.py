@@ -157,3 +157,138 @@ class DialCache(Base):
     wikitext: Mapped[str] = mapped_column(Text)
     protected: Mapped[Optional[bool]]  # None: unknown
     fetched_at: Mapped[dt.datetime]
+
+
+# -- The loop's state (migration 0002) ------------------------------------------
+
+
+class Cursor(Base):
+    """How far the loop has read an append-only table (``posts``, ``signins``)."""
+
+    __tablename__ = "cursors"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger, default=0)
+    at: Mapped[dt.datetime]
+
+
+class Flag(Base):
+    """A named switch with who set it: the emergency stop (``scram``) lives here."""
+
+    __tablename__ = "flags"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200), default="")
+    set_by: Mapped[Optional[str]] = mapped_column(String(64))
+    at: Mapped[dt.datetime]
+
+
+class Lease(Base):
+    """A lease with expiry: on SQLite only one poller runs at a time."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(100))
+    expires_at: Mapped[dt.datetime]
+
+
+class Listener(Base):
+    """One agent listening in one Mood: its timers, cursors and hold.
+
+    ``due_at`` is the earliest time anything here needs looking at (a consider
+    settling, a quiet look, a hold to re-check, a cooldown ending); the loop
+    reads only rows that are due, never every Mood.
+    """
+
+    __tablename__ = "listeners"
+    __table_args__ = (Index("ix_listeners_due_at", "due_at"),)
+
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), primary_key=True)
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"), primary_key=True)
+    due_at: Mapped[Optional[dt.datetime]]
+    last_post_at: Mapped[Optional[dt.datetime]]  # anything said here
+    last_person_at: Mapped[Optional[dt.datetime]]  # a person said something
+    last_person_id: Mapped[int] = mapped_column(BigInteger, default=0)
+    looked_id: Mapped[int] = mapped_column(BigInteger, default=0)  # newest post its last wake saw
+    consider_from_id: Mapped[int] = mapped_column(BigInteger, default=0)  # 0: nothing to consider
+    consider_due_at: Mapped[Optional[dt.datetime]]
+    quiet_due_at: Mapped[Optional[dt.datetime]]
+    quiet_backoff: Mapped[int] = mapped_column(Integer, default=0)  # next wait is idle_after * 2**n
+    cooldown_until: Mapped[Optional[dt.datetime]]
+    arrival_signin_id: Mapped[int] = mapped_column(BigInteger, default=0)  # 0: no arrival pending
+    hold_reason: Mapped[Optional[str]] = mapped_column(String(64))
+    hold_since: Mapped[Optional[dt.datetime]]
+
+
+class Owed(Base):
+    """A mention the agent owes an answer to, until a wake takes it."""
+
+    __tablename__ = "owed"
+    __table_args__ = (Index("ix_owed_mood_agent", "mood_id", "agent_id"),)
+
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), primary_key=True)
+    post_id: Mapped[int] = mapped_column(BigId, ForeignKey("posts.id"), primary_key=True)
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+
+
+class Wake(Base):
+    """A wake and the turn it started: recorded before the turn runs."""
+
+    __tablename__ = "wakes"
+    __table_args__ = (
+        Index("ix_wakes_agent_mood_id", "agent_id", "mood_id", "id"),
+        Index("ix_wakes_status", "status"),
+        Index("ix_wakes_agent_created", "agent_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    kind: Mapped[str] = mapped_column(String(16))  # mention | consider | quiet | arrival
+    tools: Mapped[str] = mapped_column(String(8))  # full | look
+    # pending -> running -> replied | silent | failed | cut_off
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    created_at: Mapped[dt.datetime]
+    started_at: Mapped[Optional[dt.datetime]]
+    finished_at: Mapped[Optional[dt.datetime]]
+    text: Mapped[str] = mapped_column(Text)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    dial_source: Mapped[str] = mapped_column(String(64), default="fallback")
+    about_id: Mapped[Optional[int]] = mapped_column(ForeignKey("participants.id"))  # arrival: who
+    seen_id: Mapped[int] = mapped_column(BigInteger, default=0)  # newest post in the wake
+    host: Mapped[str] = mapped_column(String(100), default="")
+    runner_pid: Mapped[Optional[int]]
+    agent_pgid: Mapped[Optional[int]]
+    reply_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
+    error: Mapped[str] = mapped_column(Text, default="")
+
+
+class WakePost(Base):
+    """The posts a wake answers: unique per agent, so no post is answered twice."""
+
+    __tablename__ = "wake_posts"
+    __table_args__ = (UniqueConstraint("agent_id", "post_id", name="uq_wake_posts_agent_post"),)
+
+    wake_id: Mapped[int] = mapped_column(BigId, ForeignKey("wakes.id"), primary_key=True)
+    post_id: Mapped[int] = mapped_column(BigId, ForeignKey("posts.id"), primary_key=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+
+
+class Decision(Base):
+    """What ``decide`` said about one (agent, Mood, kind), with a reason code."""
+
+    __tablename__ = "decisions"
+    __table_args__ = (Index("ix_decisions_agent_mood_kind", "agent_id", "mood_id", "kind", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    kind: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str] = mapped_column(String(8))  # wake | hold | defer | skip
+    reason: Mapped[str] = mapped_column(String(64))
+    next_due: Mapped[Optional[dt.datetime]]
+    wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    at: Mapped[dt.datetime]
+    last_at: Mapped[dt.datetime]  # the same decision, repeated, only moves this
+    count: Mapped[int] = mapped_column(Integer, default=1)

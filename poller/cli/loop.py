@@ -1,0 +1,183 @@
+"""``tick``, ``run``, ``wakes``, ``why``, ``status`` and ``scram``: the main job."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import click
+
+from poller import errors, logs, observe as insight, text
+from poller.cli import App, common, pass_app
+
+
+def _poller(app: App, detach: bool):
+    from poller import loop
+    from wiki_rules.source import DialSource
+
+    dials = DialSource.from_config(app.config, app.engine())
+    return loop.Poller(app.store, app.config, dials=dials.current, detach=detach)
+
+
+@click.command()
+@click.option("--now", "now", metavar="ISO8601", help="The clock for this cycle (default: now).")
+@click.option("--wait", is_flag=True, help="Return only after the turns it started have settled.")
+@click.option("--dry-run", is_flag=True, help="Print the wakes it would send; change nothing.")
+@click.option("--log-json", is_flag=True, help="Log lines as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too.")
+@pass_app
+def tick(app: App, now: str | None, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> None:
+    """Run one cycle of the poller (for cron)."""
+    logs.setup(log_json, verbose)
+    at = common.when(now, "--now")
+    poller = _poller(app, detach=not wait)
+    try:
+        report = poller.tick(at, dry_run=dry_run)
+    finally:
+        poller.release()
+    if not report.started:
+        click.echo(f"another poller holds the lock ({report.holder}); nothing done")
+        return
+    if report.scram:
+        click.echo("emergency stop is set: nothing woken (`mood-poller scram --lift` resumes)")
+    for w in report.wakes:
+        if dry_run:
+            click.echo(f"--- would wake {w.agent} in {w.mood} ({w.kind}, tools {w.tools}, "
+                       f"answers {w.answers or '-'})")
+            click.echo(w.text)
+        else:
+            click.echo(f"woke {w.agent} in {w.mood}: {w.kind} (wake {w.wake_id}, tools {w.tools})")
+    if wait:
+        poller.wait()
+    if dry_run:
+        click.echo(f"dry run: {len(report.wakes)} wake(s), nothing changed")
+
+
+@click.command()
+@click.option("--interval", type=float, default=None, metavar="SECONDS",
+              help="Seconds between cycles (default: poller.interval, 1 s).")
+@click.option("--log-json", is_flag=True, help="Log lines as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too.")
+@pass_app
+def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None:
+    """Run the poller until SIGTERM or SIGINT (for systemd)."""
+    logs.setup(log_json, verbose)
+    interval = app.config.poller.interval if interval is None else interval
+    if interval <= 0:
+        raise errors.UserError("--interval must be positive")
+    poller = _poller(app, detach=False)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    import logging
+
+    logging.getLogger("poller").info("poller %s running every %gs", poller.holder, interval,
+                                     extra={"action": "run_started"})
+    poller.run(interval, stop)
+    logging.getLogger("poller").info("poller stopped", extra={"action": "run_stopped"})
+
+
+@click.group(invoke_without_command=True)
+@click.option("--mood", metavar="SLUG", help="Only this Mood.")
+@click.option("--agent", metavar="HANDLE", help="Only this agent.")
+@click.option("--limit", type=int, default=50, show_default=True, help="How many, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def wakes(ctx: click.Context, mood: str | None, agent: str | None, limit: int, as_json: bool) -> None:
+    """List recent wakes (``wakes show ID`` prints one in full)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    app: App = ctx.obj
+    rows = insight.wakes(app.store, mood=mood, agent=agent, limit=limit)
+    if as_json:
+        common.echo_json(rows)
+        return
+    common.table([[w["id"], w["created_at"], w["agent"], w["mood"], w["kind"], w["tools"],
+                   w["status"], ",".join(map(str, w["answers"])) or "-"] for w in rows],
+                 ["ID", "AT", "AGENT", "MOOD", "KIND", "TOOLS", "STATUS", "ANSWERS"])
+
+
+@wakes.command("show")
+@click.argument("wake_id", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
+    """Print the full text of wake WAKE_ID."""
+    w = insight.wake(app.store, wake_id)
+    if as_json:
+        common.echo_json(w)
+        return
+    click.echo(f"wake {w['id']}: {w['agent']} in {w['mood']}, {w['kind']}, tools {w['tools']}, "
+               f"{w['status']}, dials {w['dial_source']}, {w['prompt_tokens']} tokens")
+    if w["error"]:
+        click.echo(f"note: {w['error']}")
+    click.echo(w["text"])
+
+
+@click.command()
+@click.option("--mood", "slug", required=True, metavar="SLUG")
+@click.option("--agent", "handle", required=True, metavar="HANDLE")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def why(app: App, slug: str, handle: str, as_json: bool) -> None:
+    """Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."""
+    answer = insight.why(app.store, slug, handle, text.utcnow())
+    if as_json:
+        common.echo_json(answer)
+        return
+    if answer["scram"]:
+        s = answer["scram"]
+        click.echo(f"EMERGENCY STOP set by {s['by'] or 'someone'} at {s['at']}: nothing wakes")
+    if answer["hold"]:
+        h = answer["hold"]
+        click.echo(f"holding {h['owed']} mention(s) since {h['since']}: {h['reason']}")
+    if answer["in_flight"]:
+        click.echo(f"at work here now: wake {answer['in_flight']}")
+    for kind, d in answer["decisions"].items():
+        tail = f", next due {d['next_due']}" if d["next_due"] else ""
+        seen = f" (x{d['count']}, last {d['last_at']})" if d["count"] > 1 else ""
+        click.echo(f"{kind:9} {d['code']} at {d['at']}{seen}{tail}")
+    if not answer["decisions"]:
+        click.echo("no decisions yet: nothing has been due for this agent here")
+    t = answer["timers"]
+    click.echo("timers: " + ", ".join(f"{k} {v}" for k, v in t.items() if v) if any(t.values())
+               else "timers: none set")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def status(app: App, as_json: bool) -> None:
+    """Agents (idle / at work / held), turns in flight, holds and next due times."""
+    st = insight.status(app.store, text.utcnow())
+    if as_json:
+        common.echo_json(st)
+        return
+    if st["scram"]:
+        click.echo(f"EMERGENCY STOP set by {st['scram']['by'] or 'someone'} at {st['scram']['at']}")
+    for a in st["agents"]:
+        where = ", ".join(a["at_work"]) or "-"
+        held = ", ".join(f"{h['mood']} ({h['reason']})" for h in a["held"]) or "-"
+        click.echo(f"{a['handle']}: {a['state']}; at work in {where}; holding in {held}")
+    click.echo(f"turns in flight: {len(st['in_flight'])}")
+    for w in st["in_flight"]:
+        click.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} since {w['since']}")
+    click.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
+
+
+@click.command()
+@click.option("--lift", is_flag=True, help="Lift the emergency stop.")
+@click.option("--by", metavar="HANDLE", help="Who is setting or lifting it.")
+@pass_app
+def scram(app: App, lift: bool, by: str | None) -> None:
+    """Emergency stop: wake nothing anywhere and end running turns."""
+    if lift:
+        lifted = insight.lift_scram(app.store, text.utcnow())
+        click.echo("emergency stop lifted; what was owed is still owed" if lifted
+                   else "no emergency stop was set")
+        return
+    ended = insight.set_scram(app.store, by, text.utcnow())
+    click.echo(f"emergency stop set; {ended} running turn(s) ended")
+
+
+COMMANDS = [tick, run, wakes, why, status, scram]

@@ -1,0 +1,140 @@
+"""The scheduling law: one pure ``decide`` for every kind of wake.
+
+Given the facts about one (agent, Mood, kind) at one instant, ``decide``
+answers wake, hold, defer or skip, with a reason code an operator can read
+(``woke``, ``held:busy``, ``skipped:discretion-reserved``,
+``deferred:cooldown-until-2026-11-30T12:00:00Z``) and, when it can know,
+when the question is worth asking again.  No database, no clock of its own.
+
+Holds are for mentions only (a mention is owed and must be answered when the
+block ends); the unprompted kinds are deferred or skipped instead.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Optional
+
+from poller.text import iso
+
+KINDS = ("mention", "arrival", "consider", "quiet")  # in the order they are tried
+HOUR = dt.timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything ``decide`` needs to know about one candidate wake."""
+
+    kind: str
+    now: dt.datetime
+    settings: dict  # resolved values for this (Mood, agent)
+    archived: bool = False
+    listening_until: Optional[dt.datetime] = None
+    busy_here: bool = False  # a turn of this agent is pending or running in this Mood
+    running_for_agent: int = 0  # its turns in flight anywhere
+    wakes_last_hour: tuple[dt.datetime, ...] = ()  # this agent's wakes, any Mood
+    considers_last_hour: tuple[dt.datetime, ...] = ()  # this agent's considers here
+    cooldown_until: Optional[dt.datetime] = None
+    bot_chain: int = 0  # agent posts since a person last spoke, up to the mention
+    bot_chain_cap: int = 3
+    # arrival
+    arrival_is_self: bool = False  # the agent itself signed in
+    arrival_spoke_recently: bool = False
+    arrival_greeted_recently: bool = False
+    # quiet
+    person_recent: bool = True
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: str  # wake | hold | defer | skip
+    reason: str  # a short code: busy, hourly-cap, discretion-reserved, ...
+    next_due: Optional[dt.datetime] = None
+
+    @property
+    def code(self) -> str:
+        if self.outcome == "wake":
+            return "woke"
+        word = {"hold": "held", "defer": "deferred", "skip": "skipped"}[self.outcome]
+        if self.outcome == "defer" and self.next_due is not None:
+            return f"{word}:{self.reason}-until-{iso(self.next_due)}"
+        return f"{word}:{self.reason}"
+
+
+WAKE = Decision("wake", "woke")
+
+
+def decide(f: Facts) -> Decision:
+    """Apply the law, first blocking rule wins."""
+    for rule in (_gates, _kind_rules, _capacity, _pacing):
+        verdict = rule(f)
+        if verdict is not None:
+            return verdict
+    return WAKE
+
+
+def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> Decision:
+    """A mention is held (it stays owed); anything else is deferred."""
+    return Decision("hold" if f.kind == "mention" else "defer", reason, next_due)
+
+
+def _gates(f: Facts) -> Optional[Decision]:
+    listening = f.settings["listening"]
+    if f.kind != "mention" and f.archived:
+        return Decision("skip", "archived")
+    if listening == "off":
+        if f.kind == "mention":
+            return Decision("hold", "listening-off", f.listening_until)
+        return Decision("skip", "listening-off")
+    if listening == "mentions" and f.kind != "mention":
+        return Decision("skip", "listening-mentions")
+    return None
+
+
+def _kind_rules(f: Facts) -> Optional[Decision]:
+    if f.kind == "arrival":
+        if f.arrival_is_self:
+            return Decision("skip", "arrival-is-self")
+        if f.settings["discretion"] == "reserved":
+            return Decision("skip", "discretion-reserved")
+        if f.arrival_spoke_recently:
+            return Decision("skip", "spoke-recently")
+        if f.arrival_greeted_recently:
+            return Decision("skip", "greeted-recently")
+    elif f.kind == "quiet":
+        if f.settings["idle_after"] == 0:
+            return Decision("skip", "idle-off")
+        if not f.person_recent:
+            return Decision("skip", "no-person-recently")
+    elif f.kind == "consider" and f.settings["considers_per_hour"] == 0:
+        return Decision("skip", "considers-off")
+    elif f.kind == "mention" and f.bot_chain >= f.bot_chain_cap:
+        return Decision("hold", "bot-loop")
+    return None
+
+
+def _capacity(f: Facts) -> Optional[Decision]:
+    if f.busy_here:
+        return _blocked(f, "busy")
+    if f.running_for_agent >= f.settings["parallel_turns"]:
+        return _blocked(f, "no-free-slot")
+    cap = f.settings["max_wakes_per_hour"]
+    recent = sorted(t for t in f.wakes_last_hour if t > f.now - HOUR)
+    if len(recent) >= cap:
+        free_at = recent[len(recent) - cap] + HOUR if cap else None
+        return _blocked(f, "hourly-cap", free_at)
+    return None
+
+
+def _pacing(f: Facts) -> Optional[Decision]:
+    if f.kind == "mention":
+        return None  # mentions are never cooled down
+    if f.cooldown_until is not None and f.cooldown_until > f.now:
+        return Decision("defer", "cooldown", f.cooldown_until)
+    if f.kind == "consider":
+        budget = f.settings["considers_per_hour"]
+        recent = sorted(t for t in f.considers_last_hour if t > f.now - HOUR)
+        if len(recent) >= budget:
+            return Decision("defer", "consider-budget", recent[len(recent) - budget] + HOUR)
+    return None

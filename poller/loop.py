@@ -1,0 +1,548 @@
+"""The poller's cycle: detect -> decide -> compose -> record, then deliver.
+
+One cycle (``Poller.tick``) reads the clock once and:
+
+1. closes turns whose runner died (restart safety);
+2. reads new posts and sign-ins past its cursors and updates only the
+   listeners they touch (timers, owed mentions);
+3. takes the listeners that are due (an indexed ``due_at``), claims each,
+   applies the law to each kind that is due and records every decision;
+4. for each wake, composes the text and commits it with the posts it answers
+   before any turn starts; then starts one runner process per wake
+   (:mod:`poller.runner`), which runs the agent and settles its reply.
+
+A cycle with nothing new reads two cursors and one index range, whatever the
+number of Moods.  ``run`` repeats the cycle until SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import sqlalchemy as sa
+
+from poller import compose, config as config_mod, gather, law, state, summarize, text, turns
+from poller.models import Listener, Owed, Participant, Post, Wake
+from poller.store import Store
+from wiki_rules.fallback import BUILT_IN, DialWords
+
+log = logging.getLogger("poller.loop")
+
+POST_BATCH = 5_000
+DUE_BATCH = 500
+LEASE_NAME = "poller"
+UNSTARTED_GRACE = dt.timedelta(seconds=60)
+CLOCK_OFFSET_ENV = turns.CLOCK_OFFSET_ENV
+
+
+@dataclass
+class Planned:
+    """A wake recorded this cycle (or, in a dry run, one that would be)."""
+
+    wake_id: Optional[int]
+    agent: str
+    mood: str
+    kind: str
+    tools: str
+    text: str
+    answers: list[int]
+
+
+@dataclass
+class TickReport:
+    started: bool = True  # False: another poller holds the lease
+    holder: str = ""
+    scram: bool = False
+    posts_read: int = 0
+    signins_read: int = 0
+    due: int = 0
+    wakes: list[Planned] = field(default_factory=list)
+    decisions: list[tuple[str, str, str, str]] = field(default_factory=list)  # agent, mood, kind, code
+    recovered: int = 0
+
+
+class Poller:
+    def __init__(self, store: Store, config: config_mod.Config, *,
+                 dials: Optional[Callable[[dt.datetime], DialWords]] = None,
+                 detach: bool = False, python: str = sys.executable):
+        self.store = store
+        self.config = config
+        self.cfg = config.poller
+        self.dials = dials or (lambda now: BUILT_IN)
+        self.detach = detach  # runners outlive us (cron ticks) or die with us (run)
+        self.python = python
+        self.holder = f"{state.HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.settings = state.SettingsCache()
+        self.children: dict[int, subprocess.Popen] = {}
+        self.summarizer = summarize.from_config(config.summarizer, store.counter)
+        self._dry: Optional[sa.orm.Session] = None
+        self._last_settings_id = -1
+
+    # -- transactions ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _tx(self):
+        """A short write transaction, or the single rolled-back one of a dry run."""
+        if self._dry is not None:
+            yield self._dry
+            self._dry.flush()
+            return
+        with self.store.writing() as s:
+            yield s
+
+    # -- the cycle ------------------------------------------------------------------------
+
+    def tick(self, now: dt.datetime, *, dry_run: bool = False) -> TickReport:
+        report = TickReport()
+        if self.store.dialect == "sqlite" and not dry_run:
+            with self._tx() as s:
+                other = state.take_lease(s, LEASE_NAME, self.holder, now,
+                                         dt.timedelta(seconds=self.cfg.lease))
+            if other is not None:
+                report.started, report.holder = False, f"{other.holder} until {text.iso(other.expires_at)}"
+                return report
+        if dry_run:
+            session = self.store._write()
+            session.begin()
+            self._dry = session
+        try:
+            self._cycle(now, report)
+        finally:
+            if dry_run:
+                self._dry.rollback()
+                self._dry.close()
+                self._dry = None
+        if not dry_run:
+            for planned in report.wakes:
+                self._launch(planned.wake_id, now)
+        return report
+
+    def _cycle(self, now: dt.datetime, report: TickReport) -> None:
+        if self._dry is None:
+            report.recovered = self.recover(now)
+        with self._tx() as s:
+            scram = state.flag(s, "scram")
+            if self.settings.refresh(s):
+                # New settings may lift holds (listening back on, a cap raised).
+                s.execute(sa.update(Listener).where(Listener.hold_reason.is_not(None))
+                          .values(due_at=now))
+            report.posts_read = self._scan_posts(s, now)
+            report.signins_read = self._scan_signins(s, now)
+        if scram is not None:
+            report.scram = True
+            return
+        with self._tx() as s:
+            due = state.due_listeners(s, now, DUE_BATCH)
+            agents = {p.id: (p, a) for p, a in state.agent_rows(s)}
+        report.due = len(due)
+        for agent_id, mood_id in due:
+            if agent_id not in agents:
+                continue
+            with self._tx() as s:
+                self._evaluate(s, agents, agent_id, mood_id, now, report)
+
+    # -- detect: new posts and sign-ins ---------------------------------------------------
+
+    def _scan_posts(self, s, now: dt.datetime) -> int:
+        cur = state.claim_cursor(s, "posts")
+        if cur is None:
+            if s.get(state.Cursor, "posts") is None:
+                self._first_run(s, now)
+            return 0  # first run, or another poller is reading them right now
+        rows = state.new_posts(s, cur.value, POST_BATCH)
+        if not rows:
+            return 0
+        agent_ids = {p.id for p, _ in state.agent_rows(s)}
+        mentioned = state.mentions_between(s, cur.value, rows[-1].id, agent_ids)
+        listeners = state.listeners_for(s, {(a, r.mood_id) for r in rows for a in agent_ids})
+        owed: set[tuple[int, int, int]] = set()
+        for r in rows:
+            addressed = mentioned.get(r.id, set())
+            if r[6] == "none" and r[5] == "person":
+                addressed = set()  # people with trust none: a mention is just text
+            for agent_id in agent_ids:
+                self._apply_post(listeners[(agent_id, r.mood_id)], r, agent_id, addressed, now, owed)
+        s.add_all(Owed(agent_id=a, post_id=p, mood_id=m) for a, p, m in owed)
+        owed_pairs = {(a, m) for a, _, m in owed}
+        for (agent_id, mood_id), row in listeners.items():
+            self._reschedule(row, (agent_id, mood_id) in owed_pairs, now)
+        cur.value, cur.at = rows[-1].id, now
+        return len(rows)
+
+    def _apply_post(self, l: Listener, r, agent_id: int, addressed: set[int],
+                    now: dt.datetime, owed: set) -> None:
+        post_id, mood_id, sender_id, created_at, kind, sender_kind = r[:6]
+        if kind not in ("post", "silent"):
+            return  # system notes and handoff events are not conversation
+        values = self.settings.values(mood_id, agent_id, now)
+        idle = dt.timedelta(seconds=values["idle_after"])
+        if sender_id == agent_id:
+            # The agent spoke (or chose silence): it has read everything so far.
+            l.looked_id = max(l.looked_id or 0, post_id)
+            l.consider_from_id, l.consider_due_at = 0, None
+            if kind == "post":
+                l.quiet_backoff = 0
+                l.last_post_at = created_at
+                l.quiet_due_at = created_at + idle if values["idle_after"] else None
+            return
+        if kind != "post":
+            return
+        l.last_post_at = created_at
+        if sender_kind == "person":
+            l.last_person_at, l.last_person_id, l.quiet_backoff = created_at, post_id, 0
+            if l.hold_reason:
+                l.due_at = now  # a person spoke: a bot-loop hold may lift
+        l.quiet_due_at = created_at + idle * (2 ** (l.quiet_backoff or 0)) if values["idle_after"] else None
+        if agent_id in addressed:
+            owed.add((agent_id, post_id, mood_id))
+            # Posts up to a mention belong to the mention's wake.
+            l.consider_from_id, l.consider_due_at = 0, None
+        elif sender_kind == "person" and not addressed:
+            l.consider_from_id = l.consider_from_id or post_id
+            l.consider_due_at = created_at + dt.timedelta(seconds=values["consider_after"])
+
+    def _reschedule(self, l: Listener, owed: bool, now: dt.datetime) -> None:
+        due = state.next_due(l, owed, now)
+        if l.due_at is not None and (due is None or l.due_at < due):
+            due = l.due_at  # never push back something already due sooner
+        l.due_at = due
+
+    def _first_run(self, s, now: dt.datetime) -> None:
+        """A new deployment starts from now, not from history.
+
+        Cursors start at the newest post and sign-in; Moods where a person
+        spoke lately get a quiet clock that starts now, so the first quiet
+        looks are spread from start-up instead of all at once.
+        """
+        s.add(state.Cursor(name="posts", value=state.max_id(s, Post.id), at=now))
+        s.add(state.Cursor(name="signins", value=state.max_id(s, state.SignIn.id), at=now))
+        since = now - dt.timedelta(seconds=self.cfg.person_recent)
+        q = (sa.select(Post.mood_id, sa.func.max(Post.created_at), sa.func.max(Post.id))
+             .join(Participant, Participant.id == Post.sender_id)
+             .where(Participant.kind == "person", Post.kind == "post", Post.created_at > since)
+             .group_by(Post.mood_id))
+        recent = s.execute(q).all()
+        agent_ids = [p.id for p, _ in state.agent_rows(s)]
+        listeners = state.listeners_for(s, {(a, m) for m, _, _ in recent for a in agent_ids})
+        for mood_id, at, pid in recent:
+            for a in agent_ids:
+                l = listeners[(a, mood_id)]
+                idle = self.settings.values(mood_id, a, now)["idle_after"]
+                l.last_person_at, l.last_person_id, l.last_post_at = at, pid, at
+                l.quiet_due_at = now + dt.timedelta(seconds=idle) if idle else None
+                l.due_at = l.quiet_due_at
+        log.info("first run: starting from post %s", state.max_id(s, Post.id),
+                 extra={"action": "first_run"})
+
+    def _scan_signins(self, s, now: dt.datetime) -> int:
+        cur = state.claim_cursor(s, "signins")
+        if cur is None:
+            return 0
+        rows = state.new_signins(s, cur.value, POST_BATCH)
+        if not rows:
+            return 0
+        agent_ids = {p.id for p, _ in state.agent_rows(s)}
+        window = dt.timedelta(seconds=self.cfg.arrival_window)
+        fresh = [r for r in rows if r.at > now - window]
+        listeners = state.listeners_for(s, {(a, r.mood_id) for r in fresh for a in agent_ids})
+        for r in fresh:
+            for a in agent_ids:
+                l = listeners[(a, r.mood_id)]
+                l.arrival_signin_id = r.id
+                l.due_at = now if l.due_at is None else min(l.due_at, now)
+        cur.value, cur.at = rows[-1].id, now
+        return len(rows)
+
+    # -- decide -----------------------------------------------------------------------------
+
+    def _evaluate(self, s, agents, agent_id: int, mood_id: int, now: dt.datetime,
+                  report: TickReport) -> None:
+        l = state.claim_listener(s, agent_id, mood_id)
+        if l is None or l.due_at is None or l.due_at > now:
+            return  # another poller took it, or it is no longer due
+        state.lock_agent(s, agent_id)
+        participant, agent = agents[agent_id]
+        mood = state.mood_row(s, mood_id)
+        resolved = self.settings.resolve(mood_id, agent_id, now)
+        values = {k: r.value for k, r in resolved.items()}
+        owed = state.owed_posts(s, agent_id, mood_id)
+        kinds = []
+        if owed:
+            kinds.append("mention")
+        if l.arrival_signin_id:
+            kinds.append("arrival")
+        if l.consider_from_id and l.consider_due_at and l.consider_due_at <= now:
+            kinds.append("consider")
+        if l.quiet_due_at and l.quiet_due_at <= now:
+            kinds.append("quiet")
+        hour_ago = now - law.HOUR
+        base = dict(
+            now=now, settings=values, archived=mood.archived,
+            listening_until=resolved["listening"].until,
+            busy_here=state.in_flight_here(s, agent_id, mood_id) is not None,
+            running_for_agent=state.running_count(s, agent_id),
+            wakes_last_hour=state.wake_times(s, agent_id, hour_ago),
+            cooldown_until=l.cooldown_until, bot_chain_cap=self.cfg.bot_chain_cap)
+        retry: list[Optional[dt.datetime]] = []
+        for kind in kinds:
+            facts = law.Facts(kind=kind, **base, **self._kind_facts(s, kind, l, participant, owed, now))
+            decision = law.decide(facts)
+            if decision.outcome == "wake":
+                planned = self._wake(s, kind, l, participant, mood, values, owed, now)
+                state.record_decision(s, agent_id, mood_id, kind, "wake", "woke", None, now,
+                                      planned.wake_id)
+                report.wakes.append(planned)
+                report.decisions.append((participant.handle, mood.slug, kind, "woke"))
+                self._log_decision(participant.handle, mood.slug, kind, decision, True)
+                l.due_at = None  # the turn's settling makes it due again
+                return
+            new = state.record_decision(s, agent_id, mood_id, kind, decision.outcome,
+                                        decision.reason, decision.next_due, now)
+            report.decisions.append((participant.handle, mood.slug, kind, decision.code))
+            self._log_decision(participant.handle, mood.slug, kind, decision, new)
+            retry.append(self._after(s, decision, kind, l, participant, mood, owed, now))
+        if not owed and l.hold_reason:
+            l.hold_reason, l.hold_since = None, None
+        pending = [t for t in retry if t is not None]
+        untried = state.next_due(l, False, now)
+        if untried is not None and untried > now:
+            pending.append(untried)
+        l.due_at = min(pending) if pending else None
+
+    def _kind_facts(self, s, kind: str, l: Listener, participant, owed: list[int],
+                    now: dt.datetime) -> dict:
+        recent = now - dt.timedelta(seconds=self.cfg.person_recent)
+        if kind == "mention":
+            senders = s.execute(sa.select(Participant.kind, Post.id).join(
+                Post, Post.sender_id == Participant.id).where(Post.id.in_(owed))).all()
+            if all(k == "agent" for k, _ in senders):
+                newest = max(owed)
+                lo = l.last_person_id if l.last_person_id and l.last_person_id < newest else 0
+                if l.last_person_id and l.last_person_id > newest:
+                    return {"bot_chain": 0}  # a person spoke since: the loop is broken
+                return {"bot_chain": state.agent_posts_between(s, l.mood_id, lo, newest) - 1}
+            return {}
+        if kind == "arrival":
+            signin = s.get(state.SignIn, l.arrival_signin_id)
+            said = state.last_said_at(s, signin.participant_id, l.mood_id)
+            greet_since = now - dt.timedelta(seconds=self.cfg.greet_window)
+            return {"arrival_is_self": signin.participant_id == participant.id,
+                    "arrival_spoke_recently": said is not None and said > recent,
+                    "arrival_greeted_recently": state.greeted_since(
+                        s, participant.id, l.mood_id, signin.participant_id, greet_since)}
+        if kind == "consider":
+            return {"considers_last_hour": state.wake_times(s, participant.id, now - law.HOUR,
+                                                            l.mood_id, "consider")}
+        return {"person_recent": l.last_person_at is not None and l.last_person_at > recent}
+
+    def _after(self, s, decision: law.Decision, kind: str, l: Listener, participant, mood,
+               owed: list[int], now: dt.datetime) -> Optional[dt.datetime]:
+        """Apply a non-wake decision to the listener; returns when to look again."""
+        if decision.outcome == "skip":
+            if kind == "arrival":
+                l.arrival_signin_id = 0
+            elif kind == "consider":
+                l.consider_from_id, l.consider_due_at = 0, None
+            elif kind == "quiet":
+                l.quiet_due_at = None  # until someone speaks again
+            return None
+        if decision.outcome == "hold":
+            if l.hold_reason != decision.reason:
+                l.hold_reason, l.hold_since = decision.reason, now
+                self._hold_note(s, participant.handle, mood, decision, len(owed), now)
+            return decision.next_due or now + dt.timedelta(seconds=self.cfg.hold_renew)
+        return decision.next_due or now + dt.timedelta(seconds=self.cfg.hold_renew)
+
+    HOLD_WORDS = {
+        "busy": "it is in the middle of a turn here and will answer when that ends",
+        "no-free-slot": "all its turn slots are in use; it will answer when one frees up",
+        "hourly-cap": "it has reached its wakes-per-hour limit; it will answer when that allows",
+        "listening-off": "its listening is off here; it will answer when listening is back on",
+        "bot-loop": ("agents have been mentioning each other with no person in between; "
+                     "it will answer once a person posts"),
+    }
+
+    def _hold_note(self, s, handle: str, mood, decision: law.Decision, count: int,
+                   now: dt.datetime) -> None:
+        words = self.HOLD_WORDS.get(decision.reason, decision.reason)
+        when = f" (until {text.iso(decision.next_due)})" if decision.next_due else ""
+        plural = "mention" if count == 1 else "mentions"
+        self.system_post(s, mood.id, self._pid(s, handle),
+                         f"@{handle} is holding {count} {plural}: {words}{when}.", now)
+
+    def _pid(self, s, handle: str) -> int:
+        return s.scalar(sa.select(Participant.id).where(Participant.handle == handle))
+
+    def system_post(self, s, mood_id: int, sender_id: int, body: str, now: dt.datetime) -> None:
+        s.add(Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
+                   kind="system", reply_to=None, tokens=self.store.counter.count(body)))
+
+    def _log_decision(self, agent: str, mood: str, kind: str, d: law.Decision, new: bool) -> None:
+        level = logging.INFO if new else logging.DEBUG
+        log.log(level, "%s in %s: %s %s", agent, mood, kind, d.code,
+                extra={"action": "decision", "agent": agent, "mood": mood, "kind": kind,
+                       "outcome": d.outcome, "reason": d.reason, "code": d.code})
+
+    # -- compose and record -------------------------------------------------------------------
+
+    def _wake(self, s, kind: str, l: Listener, participant, mood, values: dict,
+              owed: list[int], now: dt.datetime) -> Planned:
+        agent_ids = {p.id for p, _ in state.agent_rows(s)}
+        woke: list[compose.WakePost] = []
+        arrival = None
+        about_id = None
+        answers: list[int] = []
+        tools = "look"
+        if kind == "mention":
+            woke = gather.posts_by_id(s, owed)
+            answers = list(owed)
+            trusts = s.execute(sa.select(Participant.kind, Participant.trust).join(
+                Post, Post.sender_id == Participant.id).where(Post.id.in_(owed))).all()
+            if trusts and all(k == "person" and t == "full" for k, t in trusts):
+                tools = "full"
+            since = state.last_spoke_id(s, participant.id, mood.id)
+            hist, earlier = gather.history(s, mood.id, since, set(owed))
+            new_after = None
+        else:
+            hist, earlier = gather.history(s, mood.id, 0, set())
+            earlier = 0  # "the Mood lately": older posts are not owed to anyone
+            new_after = l.looked_id or 0
+            if kind == "consider":
+                woke = [p for p in hist if p.id >= l.consider_from_id and not p.sender_is_agent
+                        and p.kind == "post"]
+                hist = [p for p in hist if p.id < l.consider_from_id]
+            elif kind == "arrival":
+                signin = s.get(state.SignIn, l.arrival_signin_id)
+                who = s.get(Participant, signin.participant_id)
+                about_id = who.id
+                arrival = compose.Arrival(who.handle, signin.label or who.handle, who.trust)
+        seen = max([p.id for p in woke] + [p.id for p in hist] + [0])
+        request = compose.WakeRequest(
+            kind=kind, mood=mood.slug, mood_title=mood.title, agent=participant.handle, now=now,
+            tools=tools, woke=woke, history=hist, earlier_count=earlier, new_after_id=new_after,
+            arrival=arrival, also_asked=gather.also_asked(s, answers, participant.id, agent_ids),
+            cut_off=gather.cut_off(s, participant.id, mood.id),
+            discretion=values["discretion"], verbosity=values["verbosity"],
+            dials=self.dials(now), catch_up_tokens=values["catch_up_tokens"])
+        wake = compose.compose(request, config=self.config.wake, counter=self.store.counter,
+                               summarizer=self.summarizer)
+        row = state.add_wake(s, agent_id=participant.id, mood_id=mood.id, kind=kind, tools=tools,
+                             text=wake.text, prompt_tokens=wake.prompt_tokens,
+                             dial_source=wake.dial_source, now=now, answers=answers,
+                             about_id=about_id, seen_id=seen)
+        l.looked_id = max(l.looked_id or 0, seen)
+        l.hold_reason, l.hold_since = None, None
+        if kind in ("mention", "consider"):
+            if l.consider_from_id and l.consider_from_id <= seen:
+                l.consider_from_id, l.consider_due_at = 0, None
+        if kind == "arrival":
+            l.arrival_signin_id = 0
+        if kind == "quiet":
+            l.quiet_due_at = None  # set again when the look settles
+        return Planned(row.id, participant.handle, mood.slug, kind, tools, wake.text, answers)
+
+    # -- deliver --------------------------------------------------------------------------------
+
+    def _launch(self, wake_id: int, now: dt.datetime) -> None:
+        env = dict(os.environ)
+        env["MOOD_POLLER_DB"] = self.config.db_url
+        if self.config.source:
+            env["MOOD_POLLER_CONFIG"] = self.config.source
+        offset = (now - text.utcnow()).total_seconds()
+        env[CLOCK_OFFSET_ENV] = f"{offset:.6f}"
+        proc = subprocess.Popen([self.python, "-m", "poller.runner", str(wake_id)], env=env,
+                                stdin=subprocess.DEVNULL, start_new_session=self.detach)
+        self.children[wake_id] = proc
+        log.info("turn %s started (runner pid %s)", wake_id, proc.pid,
+                 extra={"action": "turn_started", "wake_id": wake_id, "pid": proc.pid})
+
+    def reap(self) -> None:
+        for wake_id, proc in list(self.children.items()):
+            if proc.poll() is not None:
+                del self.children[wake_id]
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Wait for the runners this poller started; False if some still run."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for proc in list(self.children.values()):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                proc.wait(left)
+            except subprocess.TimeoutExpired:
+                return False
+        self.reap()
+        return True
+
+    def stop_children(self) -> None:
+        """Ask every runner to end its turn (it records the turn as cut off)."""
+        for proc in self.children.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+
+    # -- restart safety ---------------------------------------------------------------------------
+
+    def recover(self, now: dt.datetime) -> int:
+        """Close turns whose runner is gone; start wakes a dead poller never started."""
+        closed = 0
+        relaunch = []
+        with self.store.writing() as s:
+            rows = s.scalars(sa.select(Wake).where(Wake.status.in_(state.IN_FLIGHT),
+                                                   Wake.host == state.HOST)).all()
+            for w in rows:
+                if w.id in self.children:
+                    continue
+                if w.status == "running" and not state.pid_alive(w.runner_pid, "poller.runner"):
+                    turns.close_turn(s, self.store.counter, w, "cut_off", "its turn was cut off: the poller or "
+                               "its runner stopped during the turn", now)
+                    closed += 1
+                elif w.status == "pending" and w.runner_pid is None and \
+                        w.created_at < now - UNSTARTED_GRACE:
+                    relaunch.append(w.id)
+        for wake_id in relaunch:
+            self._launch(wake_id, now)
+        return closed
+
+    # -- run ----------------------------------------------------------------------------------------
+
+    def run(self, interval: float, stop: threading.Event,
+            clock: Callable[[], dt.datetime] = text.utcnow) -> None:
+        waiting_logged = False
+        try:
+            while not stop.is_set():
+                report = self.tick(clock())
+                if not report.started:
+                    if not waiting_logged:
+                        log.info("another poller holds the lease (%s); waiting", report.holder,
+                                 extra={"action": "lease_wait"})
+                        waiting_logged = True
+                else:
+                    waiting_logged = False
+                self.reap()
+                stop.wait(interval)
+        finally:
+            self.shutdown(clock())
+
+    def shutdown(self, now: dt.datetime) -> None:
+        """Stop claiming, give running turns a grace period, then end them."""
+        if self.children and not self.wait(self.cfg.shutdown_grace):
+            self.stop_children()
+            self.wait(10)
+        self.release()
+
+    def release(self) -> None:
+        """Give up the SQLite lease so the next tick need not wait for it to expire."""
+        if self.store.dialect == "sqlite":
+            with contextlib.suppress(Exception), self.store.writing() as s:
+                state.drop_lease(s, LEASE_NAME, self.holder)

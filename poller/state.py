@@ -1,0 +1,366 @@
+"""The loop's reads and writes: cursors, listeners, owed mentions, wakes, decisions.
+
+Every function takes an open Session (one short transaction, opened by
+:mod:`poller.loop`) so a claim and the rows it writes commit together.  On
+PostgreSQL, rows several pollers may reach are claimed with ``FOR UPDATE
+SKIP LOCKED``: a row another poller holds is simply not ours this cycle.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+from typing import Iterable, Optional
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from poller import settings
+from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood,
+                           Owed, Participant, Post, Setting, SignIn, Wake, WakePost)
+
+HOST = socket.gethostname()
+IN_FLIGHT = ("pending", "running")
+FINISHED = ("replied", "silent", "failed", "cut_off")
+
+
+def skip_locked(s: Session, q):
+    if s.get_bind().dialect.name == "postgresql":
+        return q.with_for_update(skip_locked=True)
+    return q
+
+
+def for_update(s: Session, q):
+    if s.get_bind().dialect.name == "postgresql":
+        return q.with_for_update()
+    return q
+
+
+# -- Flags, leases, cursors ------------------------------------------------------
+
+
+def flag(s: Session, name: str) -> Optional[Flag]:
+    return s.get(Flag, name)
+
+
+def set_flag(s: Session, name: str, value: str, by: Optional[str], now: dt.datetime) -> None:
+    row = s.get(Flag, name)
+    if row is None:
+        s.add(Flag(name=name, value=value, set_by=by, at=now))
+    else:
+        row.value, row.set_by, row.at = value, by, now
+
+
+def clear_flag(s: Session, name: str) -> bool:
+    return s.execute(sa.delete(Flag).where(Flag.name == name)).rowcount > 0
+
+
+def take_lease(s: Session, name: str, holder: str, now: dt.datetime,
+               length: dt.timedelta) -> Optional[Lease]:
+    """Take or renew the lease; returns the current holder's row if it is not us."""
+    row = s.get(Lease, name)
+    if row is None:
+        s.add(Lease(name=name, holder=holder, expires_at=now + length))
+        return None
+    if row.holder == holder or row.expires_at <= now:
+        row.holder, row.expires_at = holder, now + length
+        return None
+    return Lease(name=row.name, holder=row.holder, expires_at=row.expires_at)
+
+
+def drop_lease(s: Session, name: str, holder: str) -> None:
+    s.execute(sa.delete(Lease).where(Lease.name == name, Lease.holder == holder))
+
+
+def claim_cursor(s: Session, name: str) -> Optional[Cursor]:
+    """The cursor row, locked for this transaction; None if another poller has it."""
+    return s.scalar(skip_locked(s, sa.select(Cursor).where(Cursor.name == name)))
+
+
+def max_id(s: Session, column) -> int:
+    return s.scalar(sa.select(sa.func.coalesce(sa.func.max(column), 0))) or 0
+
+
+# -- Settings, cached per cycle ------------------------------------------------------
+
+
+class SettingsCache:
+    """All settings rows, reloaded only when a new row has been appended."""
+
+    def __init__(self) -> None:
+        self._max = -1
+        self._rows: list[settings.Row] = []
+        self._memo: dict = {}
+
+    def refresh(self, s: Session) -> bool:
+        newest = max_id(s, Setting.id)
+        if newest == self._max:
+            return False
+        q = sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key,
+                      Setting.value, Setting.until)
+        self._rows = [settings.Row(*r) for r in s.execute(q)]
+        self._max = newest
+        self._memo = {}
+        return True
+
+    def resolve(self, mood_id: int, agent_id: int, now: dt.datetime) -> dict[str, settings.Resolved]:
+        key = (mood_id, agent_id)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        resolved = settings.resolve(self._rows, mood_id, agent_id, now)
+        lapse = min((r.until for r in resolved.values() if r.until), default=None)
+        self._memo[key] = (lapse or dt.datetime.max.replace(tzinfo=dt.timezone.utc), resolved)
+        return resolved
+
+    def values(self, mood_id: int, agent_id: int, now: dt.datetime) -> dict:
+        return settings.values(self.resolve(mood_id, agent_id, now))
+
+
+# -- Agents and listeners ------------------------------------------------------------
+
+
+def agent_rows(s: Session) -> list[tuple[Participant, Agent]]:
+    q = sa.select(Participant, Agent).join(Agent, Agent.participant_id == Participant.id)
+    return [tuple(r) for r in s.execute(q)]
+
+
+def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], Listener]:
+    """Existing listener rows for (agent_id, mood_id) pairs, created where missing."""
+    pairs = set(pairs)
+    if not pairs:
+        return {}
+    moods = {m for _, m in pairs}
+    q = sa.select(Listener).where(Listener.mood_id.in_(moods))
+    found = {(l.agent_id, l.mood_id): l for l in s.scalars(q) if (l.agent_id, l.mood_id) in pairs}
+    for agent_id, mood_id in pairs - set(found):
+        row = Listener(agent_id=agent_id, mood_id=mood_id, last_person_id=0, looked_id=0,
+                       consider_from_id=0, quiet_backoff=0, arrival_signin_id=0)
+        s.add(row)
+        found[(agent_id, mood_id)] = row
+    return found
+
+
+def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]:
+    """The earliest time this listener needs looking at again."""
+    times = [t for t in (l.consider_due_at if l.consider_from_id else None,
+                         l.quiet_due_at) if t is not None]
+    if owed or l.arrival_signin_id:
+        times.append(now)
+    if not times:
+        return None
+    soonest = min(times)
+    # Unprompted looks wait out a cooldown; a mention never does.
+    if not owed and l.cooldown_until is not None and soonest < l.cooldown_until:
+        soonest = l.cooldown_until
+    return soonest
+
+
+def due_listeners(s: Session, now: dt.datetime, limit: int) -> list[tuple[int, int]]:
+    q = (sa.select(Listener.agent_id, Listener.mood_id)
+         .where(Listener.due_at.is_not(None), Listener.due_at <= now)
+         .order_by(Listener.due_at).limit(limit))
+    return [tuple(r) for r in s.execute(q)]
+
+
+def claim_listener(s: Session, agent_id: int, mood_id: int) -> Optional[Listener]:
+    q = sa.select(Listener).where(Listener.agent_id == agent_id, Listener.mood_id == mood_id)
+    return s.scalar(skip_locked(s, q))
+
+
+def lock_agent(s: Session, agent_id: int) -> None:
+    """Serialise per-agent caps across pollers (a no-op on SQLite, which is serial)."""
+    s.execute(for_update(s, sa.select(Agent.participant_id).where(Agent.participant_id == agent_id)))
+
+
+def owed_posts(s: Session, agent_id: int, mood_id: int) -> list[int]:
+    q = (sa.select(Owed.post_id).where(Owed.agent_id == agent_id, Owed.mood_id == mood_id)
+         .order_by(Owed.post_id))
+    return list(s.scalars(q))
+
+
+def has_owed(s: Session, agent_id: int, mood_id: int) -> bool:
+    q = sa.select(Owed.post_id).where(Owed.agent_id == agent_id, Owed.mood_id == mood_id).limit(1)
+    return s.scalar(q) is not None
+
+
+# -- Wakes -----------------------------------------------------------------------------
+
+
+def in_flight_here(s: Session, agent_id: int, mood_id: int) -> Optional[Wake]:
+    q = (sa.select(Wake).where(Wake.agent_id == agent_id, Wake.mood_id == mood_id,
+                               Wake.status.in_(IN_FLIGHT)).limit(1))
+    return s.scalar(q)
+
+
+def running_count(s: Session, agent_id: int) -> int:
+    q = sa.select(sa.func.count()).where(Wake.agent_id == agent_id, Wake.status.in_(IN_FLIGHT))
+    return s.scalar(q) or 0
+
+
+def wake_times(s: Session, agent_id: int, since: dt.datetime, mood_id: Optional[int] = None,
+               kind: Optional[str] = None) -> tuple[dt.datetime, ...]:
+    q = sa.select(Wake.created_at).where(Wake.agent_id == agent_id, Wake.created_at > since)
+    if mood_id is not None:
+        q = q.where(Wake.mood_id == mood_id)
+    if kind is not None:
+        q = q.where(Wake.kind == kind)
+    return tuple(s.scalars(q))
+
+
+def last_finished(s: Session, agent_id: int, mood_id: int) -> Optional[Wake]:
+    q = (sa.select(Wake).where(Wake.agent_id == agent_id, Wake.mood_id == mood_id,
+                               Wake.status.in_(FINISHED))
+         .order_by(Wake.id.desc()).limit(1))
+    return s.scalar(q)
+
+
+def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, text: str,
+             prompt_tokens: int, dial_source: str, now: dt.datetime, answers: list[int],
+             about_id: Optional[int], seen_id: int) -> Wake:
+    """Record a wake and the posts it answers, before its turn starts."""
+    wake = Wake(agent_id=agent_id, mood_id=mood_id, kind=kind, tools=tools, status="pending",
+                created_at=now, text=text, prompt_tokens=prompt_tokens, dial_source=dial_source,
+                about_id=about_id, seen_id=seen_id, host=HOST, error="")
+    s.add(wake)
+    s.flush()
+    if answers:
+        s.add_all(WakePost(wake_id=wake.id, post_id=p, agent_id=agent_id) for p in answers)
+        s.execute(sa.delete(Owed).where(Owed.agent_id == agent_id, Owed.post_id.in_(answers)))
+        s.flush()
+    return wake
+
+
+def answers(s: Session, wake_id: int) -> list[int]:
+    q = sa.select(WakePost.post_id).where(WakePost.wake_id == wake_id).order_by(WakePost.post_id)
+    return list(s.scalars(q))
+
+
+def pid_alive(pid: Optional[int], marker: str = "") -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if marker:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                return marker.encode() in fh.read()
+        except OSError:
+            return False
+    return True
+
+
+def group_alive(pgid: Optional[int]) -> bool:
+    if not pgid:
+        return False
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+# -- Decisions ---------------------------------------------------------------------------
+
+
+def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome: str,
+                    reason: str, next_due: Optional[dt.datetime], now: dt.datetime,
+                    wake_id: Optional[int] = None) -> bool:
+    """Append a decision, or extend the latest one when it is the same again.
+
+    Returns True when the decision is new (so a caller logs it once, not each cycle).
+    """
+    q = (sa.select(Decision).where(Decision.agent_id == agent_id, Decision.mood_id == mood_id,
+                                   Decision.kind == kind)
+         .order_by(Decision.id.desc()).limit(1))
+    last = s.scalar(q)
+    if (last is not None and wake_id is None and last.wake_id is None
+            and (last.outcome, last.reason) == (outcome, reason)):
+        last.last_at, last.next_due, last.count = now, next_due, last.count + 1
+        return False
+    s.add(Decision(agent_id=agent_id, mood_id=mood_id, kind=kind, outcome=outcome,
+                   reason=reason, next_due=next_due, wake_id=wake_id, at=now, last_at=now,
+                   count=1))
+    return True
+
+
+def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, Decision]:
+    out = {}
+    for kind in ("mention", "arrival", "consider", "quiet"):
+        q = (sa.select(Decision).where(Decision.agent_id == agent_id, Decision.mood_id == mood_id,
+                                       Decision.kind == kind)
+             .order_by(Decision.id.desc()).limit(1))
+        row = s.scalar(q)
+        if row is not None:
+            out[kind] = row
+    return out
+
+
+# -- Posts as the loop needs them ------------------------------------------------------
+
+
+def new_posts(s: Session, after_id: int, limit: int):
+    """Posts after *after_id* with their sender's kind and trust, oldest first."""
+    q = (sa.select(Post.id, Post.mood_id, Post.sender_id, Post.created_at, Post.kind,
+                   Participant.kind, Participant.trust)
+         .join(Participant, Participant.id == Post.sender_id)
+         .where(Post.id > after_id).order_by(Post.id).limit(limit))
+    return s.execute(q).all()
+
+
+def mentions_between(s: Session, lo: int, hi: int, agent_ids: set[int]) -> dict[int, set[int]]:
+    q = sa.select(Mention.post_id, Mention.participant_id).where(
+        Mention.post_id > lo, Mention.post_id <= hi)
+    out: dict[int, set[int]] = {}
+    for post_id, pid in s.execute(q):
+        if pid in agent_ids:
+            out.setdefault(post_id, set()).add(pid)
+    return out
+
+
+def new_signins(s: Session, after_id: int, limit: int):
+    q = (sa.select(SignIn.id, SignIn.participant_id, SignIn.mood_id, SignIn.at, Participant.kind)
+         .join(Participant, Participant.id == SignIn.participant_id)
+         .where(SignIn.id > after_id).order_by(SignIn.id).limit(limit))
+    return s.execute(q).all()
+
+
+def last_spoke_id(s: Session, agent_id: int, mood_id: int) -> int:
+    """The agent's newest post or silence here (its silences count as having read)."""
+    q = sa.select(sa.func.max(Post.id)).where(Post.sender_id == agent_id, Post.mood_id == mood_id,
+                                              Post.kind.in_(("post", "silent")))
+    return s.scalar(q) or 0
+
+
+def last_said_at(s: Session, who_id: int, mood_id: int) -> Optional[dt.datetime]:
+    q = (sa.select(Post.created_at).where(Post.sender_id == who_id, Post.mood_id == mood_id,
+                                          Post.kind == "post")
+         .order_by(Post.id.desc()).limit(1))
+    return s.scalar(q)
+
+
+def greeted_since(s: Session, agent_id: int, mood_id: int, who_id: int,
+                  since: dt.datetime) -> bool:
+    q = (sa.select(Wake.id).where(Wake.agent_id == agent_id, Wake.mood_id == mood_id,
+                                  Wake.kind == "arrival", Wake.about_id == who_id,
+                                  Wake.created_at > since).limit(1))
+    return s.scalar(q) is not None
+
+
+def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int) -> int:
+    q = (sa.select(sa.func.count()).select_from(Post)
+         .join(Participant, Participant.id == Post.sender_id)
+         .where(Post.mood_id == mood_id, Post.id > lo, Post.id <= hi,
+                Participant.kind == "agent", Post.kind == "post"))
+    return s.scalar(q) or 0
+
+
+def mood_row(s: Session, mood_id: int) -> Mood:
+    return s.get(Mood, mood_id)
