@@ -1,0 +1,276 @@
+"""The catch-up: which of a Mood's recent posts an agent reads word for word.
+
+A wake shows posts as lines, ``[sender, time] text``.  This module owns that
+line format (and the escaping that keeps post text from forging anything
+around it) and the arithmetic of fitting lines into the Mood's
+``catch_up_tokens``: newest first, whole posts, counted exactly.
+
+Counting exactly without re-encoding ~10,000 tokens on every wake relies on
+two facts about the cl100k pre-tokenizer (the regex that splits text into
+chunks before BPE; no token ever spans two chunks):
+
+* a newline followed by a non-space character always ends a chunk, so the
+  catch-up is the sum of its lines when each line ends with ``\\n`` and the
+  next starts with ``[``;
+* an ASCII letter followed by an ASCII non-letter, or an ASCII digit followed
+  by an ASCII non-digit, always ends a chunk too ("sync points").
+
+So a line costs the post's stored token count, corrected only at its two ends:
+re-count the text before the first sync point together with the prefix, and
+the text after the last one together with the newline.  Lines whose text had
+to change (escaped, indented, clipped) are counted in full.  Other encodings
+take the full count every time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:  # compose imports us; the types are only for readers
+    from poller.compose import WakePost
+    from poller.tokens import Counter
+
+FILL_TARGET = 0.95  # below this share of the budget, the boundary post is clipped to fill
+INDENT = "  "  # continuation lines of a post: never confusable with our own lines
+MIN_PARTIAL_TOKENS = 8  # a clipped boundary post shorter than this is not worth showing
+
+# "<" before a tag-ish "m" (optionally "/" and spaces between) is escaped, so no
+# post can open or close <mood-wake>, in any case or spacing.
+_TAG = re.compile(r"<(?=[\s/]*m)", re.IGNORECASE)
+# Characters Python (and readers) treat as line breaks or that are invisible
+# controls; \n and \t are kept, \r is normalised separately.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x85\u2028\u2029]")
+_BLANKS = re.compile(r"\s+")
+
+# Sync points, ASCII only so they hold in every Unicode version (see above).
+_SYNC = re.compile(r"[A-Za-z](?=[\x00-\x40\x5b-\x60\x7b-\x7f])|[0-9](?=[\x00-\x2f\x3a-\x7f])|\n(?=[!-~])")
+# The same pairs, read right to left (the match is the character after the point).
+_SYNC_REVERSED = re.compile(r"[\x00-\x40\x5b-\x60\x7b-\x7f](?=[A-Za-z])|[\x00-\x2f\x3a-\x7f](?=[0-9])|[!-~](?=\n)")
+# The cl100k split patterns (tiktoken's current and older spelling).
+_CL100K = {
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+}
+
+
+# --- text that goes into a wake -------------------------------------------------
+
+
+def neutralise(text: str) -> str:
+    """*text* with anything that could open or close a wake tag escaped."""
+    return _TAG.sub("&lt;", text) if "<" in text else text
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """A short field (a handle, a title, a value) as one safe line."""
+    flat = _BLANKS.sub(" ", _CONTROL.sub(" ", str(text))).strip()
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return neutralise(flat)
+
+
+def quote(text: str) -> str:
+    """Post text as it appears in a wake: escaped, continuation lines indented.
+
+    Every line we print from a post starts either with its ``[sender, time]``
+    prefix or with the indent, so no post line can equal one of our own lines
+    (a footer line, a heading) or pass for another person's post.
+    """
+    if "<" not in text and "\n" not in text and "\r" not in text and text.isprintable():
+        return text  # the common case: nothing to do, and the stored count holds
+    text = _CONTROL.sub(" ", text).replace("\r\n", "\n").replace("\r", "\n")
+    return neutralise(text).replace("\n", "\n" + INDENT)
+
+
+def stamp(at: datetime, now: datetime) -> str:
+    """``14:02`` today, ``2025-03-01 14:02`` on other days (both UTC)."""
+    if at.date() == now.date():
+        return at.strftime("%H:%M")
+    return at.strftime("%Y-%m-%d %H:%M")
+
+
+def prefix(post: WakePost, now: datetime, *, new: bool = False, mood: str | None = None) -> str:
+    """``[sender, time] `` with tags for agents, non-post kinds and new posts."""
+    who = one_line(post.sender, 80) or "?"
+    if post.sender_is_agent:
+        who += " (agent)"
+    tags = [stamp(post.created_at, now)]
+    if post.kind != "post":
+        tags.append(one_line(post.kind, 20))
+    if mood:
+        tags.append("in " + one_line(mood, 80))
+    if new:
+        tags.append("new")
+    return f"[{who}, {', '.join(tags)}] "
+
+
+def clip_chars(text: str, limit: int) -> str:
+    """*text* cut to *limit* characters, with a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    marker = f" […cut here; {len(text):,} characters in full]"
+    return text[: max(0, limit - len(marker))] + marker
+
+
+def line(post: WakePost, now: datetime, *, max_chars: int, mood: str | None = None) -> str:
+    """One post as a wake line (no newline), clipped to *max_chars* with a marker."""
+    head = prefix(post, now, mood=mood)
+    return head + clip_chars(quote(post.text), max(0, max_chars - len(head)))
+
+
+# --- exact costs ----------------------------------------------------------------
+
+
+class Coster:
+    """Exact token cost of a catch-up line, mostly from counts stored at ingest."""
+
+    MEMO_CHARS = 40  # short pieces (first and last words) repeat a lot: remember them
+
+    def __init__(self, counter: Counter):
+        from poller import tokens
+
+        self.counter = counter
+        self.fast = tokens.encoding(counter.name)._pat_str in _CL100K
+        self._memo: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        if len(text) > self.MEMO_CHARS:
+            return self.counter.count(text)
+        found = self._memo.get(text)
+        if found is None:
+            found = self._memo[text] = self.counter.count(text)
+        return found
+
+    def line(self, head: str, text: str, display: str, stored: int) -> int:
+        """Tokens of ``head + display + "\\n"``; *stored* counts *text* (-1: unknown)."""
+        if not self.fast or stored < 0 or display is not text and display != text:
+            return self.counter.count(head + display + "\n")
+        first = _SYNC.search(text)
+        if first is None:
+            return self.counter.count(head + text + "\n")
+        j, r = first.end(), _last_sync(text)
+        count = self.count
+        middle = stored - count(text[:j]) - count(text[r:])
+        # head ends in "] ": punctuation before a space ends a chunk too, so
+        # the bracket part and " " + the first word are counted apart.
+        return middle + self.counter.count(head[:-1]) + count(" " + text[:j]) + count(text[r:] + "\n")
+
+
+def _last_sync(text: str) -> int:
+    """The last sync point of *text* (one exists), found on the reversed tail."""
+    for size in (64, 1024, len(text)):
+        found = _SYNC_REVERSED.search(text[-size:][::-1])
+        if found is not None:
+            return len(text) - 1 - found.start()
+    raise AssertionError("unreachable: the caller found a sync point")
+
+
+# --- the catch-up ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One rendered catch-up line (ends with a newline) and its exact cost."""
+
+    post_id: int
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """The word-for-word part of a wake, oldest first, and what did not fit."""
+
+    units: tuple[Unit, ...] = ()
+    budget: int = 0
+    older: tuple = ()  # posts that did not fit, oldest first (for the summary)
+    clipped_to_fit: bool = False  # the oldest shown post was cut to fill the budget
+    tokens: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokens", sum(u.tokens for u in self.units))
+
+    @property
+    def text(self) -> str:
+        return "".join(u.text for u in self.units)
+
+    @property
+    def shown(self) -> int:
+        return len(self.units)
+
+    def drop_oldest(self, max_chars: int, history: Sequence[WakePost]) -> CatchUp:
+        """The same catch-up without its oldest lines, to fit *max_chars*."""
+        units = list(self.units)
+        size = sum(len(u.text) for u in units)
+        while units and size > max_chars:
+            size -= len(units.pop(0).text)
+        keep = {u.post_id for u in units}
+        older = tuple(p for p in history if p.id not in keep)
+        return CatchUp(tuple(units), self.budget, older, self.clipped_to_fit and bool(units))
+
+
+def build(
+    history: Sequence[WakePost],
+    *,
+    budget: int,
+    now: datetime,
+    counter: Counter,
+    post_cap: int,
+    new_after_id: int | None = None,
+) -> CatchUp:
+    """Fill *budget* tokens newest-first with *history* (given oldest first)."""
+    coster = Coster(counter)
+    picked: list[Unit] = []
+    used, cut, clipped = 0, 0, False  # history[:cut] did not fit
+    for index in range(len(history) - 1, -1, -1):
+        post = history[index]
+        head = prefix(post, now, new=new_after_id is not None and post.id > new_after_id)
+        unit = _whole(post, head, coster, post_cap)
+        if used + unit.tokens <= budget:
+            picked.append(unit)
+            used += unit.tokens
+            continue
+        cut = index + 1
+        # Stopping here could waste most of the budget on one long post; show
+        # its beginning instead, so the agent reads as much as it was promised.
+        if used < FILL_TARGET * budget:
+            part = _clipped(post, head, coster, limit=budget - used)
+            if part is not None:
+                picked.append(part)
+                cut, clipped = index, True
+        break
+    picked.reverse()
+    return CatchUp(tuple(picked), budget, tuple(history[:cut]), clipped)
+
+
+def _whole(post: WakePost, head: str, coster: Coster, post_cap: int) -> Unit:
+    """The post's line, clipped with a marker past the per-post cap."""
+    display = quote(post.text)
+    stored = post.tokens if post.tokens >= 0 else coster.counter.count(post.text)
+    if stored > post_cap:
+        return _clipped(post, head, coster, body_max=post_cap)
+    return Unit(post.id, head + display + "\n", coster.line(head, post.text, display, stored))
+
+
+def _clipped(post: WakePost, head: str, coster: Coster, *,
+             limit: int | None = None, body_max: int | None = None) -> Unit | None:
+    """The post's line cut with a marker: its body to *body_max* tokens, or the
+    whole line to *limit* tokens (None when not even a stub fits)."""
+    count = coster.counter.count
+    display = quote(post.text)
+    full = post.tokens if post.tokens >= 0 else count(post.text)
+    marker = f" […cut here; {full:,} tokens in full]"
+    if body_max is not None:
+        text = head + coster.counter.clip(display, body_max) + marker + "\n"
+        return Unit(post.id, text, count(text))
+    room = limit - count(head + marker + "\n")
+    while room >= MIN_PARTIAL_TOKENS:
+        text = head + coster.counter.clip(display, room) + marker + "\n"
+        tokens = count(text)
+        if tokens <= limit:
+            return Unit(post.id, text, tokens)
+        room -= tokens - limit  # tokens merged differently at the joins; try smaller
+    return None

@@ -1,0 +1,441 @@
+"""Composing the wake: the one message an agent reads when it gets a turn.
+
+``compose(request, ...)`` is pure: a ``WakeRequest`` of plain frozen values
+(the posts, the dials, what changed) in, a ``Wake`` out.  The only thing it
+may call outside itself is the summarizer it is handed.  The words live in
+``templates/`` (one Jinja file per kind of wake, one per optional part), so
+an editor can change them without touching this code; ``render_frames`` prints
+every frame with placeholders, from the same files.
+
+Safety: everything a person or agent wrote is escaped (``catchup.quote`` and
+``catchup.one_line``) before it reaches a template, and the Jinja
+environment escapes every printed value once more, so nothing posted can open
+or close ``<mood-wake>``.  Every line that comes from a post starts with its
+``[sender, time]`` prefix or an indent, which no line of ours does.
+
+Size: the whole wake is held under ``WakeConfig.prompt_cap_chars``.  The
+catch-up shrinks first; the footer is never cut, and the posts that woke the
+agent are only clipped (with a marker) when one alone is huge.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import importlib.resources
+import logging
+import urllib.parse
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import NamedTuple, Sequence
+
+import jinja2
+
+import poller
+from poller import catchup, summarize
+from poller.config import WakeConfig
+from poller.tokens import Counter
+from wiki_rules.fallback import BUILT_IN, DialWords
+
+log = logging.getLogger(__name__)
+
+KINDS = ("mention", "consider", "quiet", "arrival")
+TOOLS = ("full", "look")
+
+# Shares of prompt_cap_chars the non-catch-up parts may take before they are clipped.
+WOKE_SHARE = 0.40  # all the posts that woke the agent, together
+LINKED_SHARE = 0.10  # posts read in because a woke post linked them
+HANDED_SHARE = 0.12  # context handed over from other Moods
+MIN_ITEM_CHARS = 300  # no single post is clipped shorter than this while it still fits
+MAX_SETTINGS_SHOWN = 20  # settings changes listed before "and N more"
+MAX_REFUSALS_SHOWN = 10
+FIELD_CHARS = 200  # handles, titles, setting values, reasons
+
+_SPLIT = "\x00catch-up\x00"  # stands in for the catch-up while the frame renders
+
+
+# --- inputs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class WakePost:
+    """One post as the composer sees it.  ``tokens`` is the ``encode_ordinary``
+    count of ``text`` stored at ingest (-1 if unknown: it is then counted)."""
+
+    id: int
+    sender: str
+    created_at: datetime  # aware, UTC
+    text: str
+    tokens: int = -1
+    sender_is_agent: bool = False
+    kind: str = "post"  # post | silent | system | handoff
+    reply_to: int | None = None
+
+
+class LinkedPost(NamedTuple):
+    mood: str  # slug of the Mood the linked post is in
+    post: WakePost
+
+
+class Arrival(NamedTuple):
+    handle: str
+    label: str  # how the person is shown, e.g. their display name
+    tier: str = ""  # full | look | none
+
+
+class AlsoAsked(NamedTuple):
+    handle: str
+    at_work: bool  # busy with a turn right now
+
+
+class SettingChange(NamedTuple):
+    who: str
+    key: str
+    old: str
+    new: str
+
+
+class CutOff(NamedTuple):
+    at: datetime | None = None
+    why: str = ""  # e.g. "timed out after 15 minutes", "the poller restarted"
+
+
+class Handed(NamedTuple):
+    from_mood: str
+    from_agent: str
+    about: str
+    context: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class WakeRequest:
+    """Everything one wake is made from.  Plain tuples work for the NamedTuple
+    fields (``also_asked=[("ada", True)]``)."""
+
+    kind: str  # mention | consider | quiet | arrival
+    mood: str  # slug
+    mood_title: str = ""
+    agent: str
+    now: datetime
+    tools: str = "look"  # full | look
+    woke: Sequence[WakePost] = ()  # the posts that woke it (empty for quiet)
+    history: Sequence[WakePost] = ()  # catch-up candidates, oldest first, without `woke`
+    earlier_count: int = 0  # posts older than `history` the caller did not pass
+    new_after_id: int | None = None  # consider/quiet: posts with a larger id are new
+    arrival: Arrival | None = None  # who signed in (arrival wakes)
+    also_asked: Sequence[AlsoAsked] = ()
+    settings_changed: Sequence[SettingChange] = ()
+    cut_off: CutOff | None = None
+    handed: Sequence[Handed] = ()
+    refusals: Sequence[str] = ()  # what was refused from its last reply, and why
+    linked: Sequence[LinkedPost] = ()
+    discretion: str = "normal"
+    verbosity: str = "normal"
+    dials: DialWords = BUILT_IN
+    catch_up_tokens: int = 10_000
+
+
+# --- output -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Wake:
+    text: str
+    prompt_tokens: int  # exact count of `text`
+    catch_up_tokens_used: int  # exact count of the word-for-word catch-up lines
+    catch_up_budget: int
+    shown_count: int  # posts shown word for word in the catch-up
+    summarized_count: int  # older posts the summary line stands for
+    dial_source: str  # where the dial wording came from (wiki@rev, cache@rev, fallback)
+    summary_source: str = ""  # extractive | llm | none | fallback | "" (nothing older)
+
+
+# --- templates ----------------------------------------------------------------
+
+
+def _finalize(value):
+    # Second line of defence: whatever a template prints is escaped once more.
+    return catchup.neutralise(value) if isinstance(value, str) else value
+
+
+class _ResourceLoader(jinja2.BaseLoader):
+    """Templates from an importlib.resources directory (a wheel) or a Path."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def get_source(self, environment, template):
+        node = self.root
+        for part in template.split("/"):
+            node = node.joinpath(part)
+        if not node.is_file():
+            raise jinja2.TemplateNotFound(template)
+        return node.read_text(encoding="utf-8"), None, lambda: True
+
+
+def _default_templates():
+    """``poller.templates`` when installed; ``templates/`` beside the package
+    in a source checkout."""
+    try:
+        root = importlib.resources.files("poller.templates")
+        if root.joinpath("wake.j2").is_file():
+            return root
+    except ModuleNotFoundError:
+        pass
+    return Path(poller.__file__).resolve().parent.parent / "templates"
+
+
+@functools.lru_cache(maxsize=8)
+def environment(override: str | None = None) -> jinja2.Environment:
+    """The Jinja environment; files in *override* shadow the built-in ones."""
+    loaders: list[jinja2.BaseLoader] = [_ResourceLoader(_default_templates())]
+    if override:
+        loaders.insert(0, jinja2.FileSystemLoader(override))
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # plain text, escaped by us
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        finalize=_finalize,
+    )
+
+
+def _render(kind: str, context: dict, templates: str | Path | None) -> str:
+    env = environment(str(templates) if templates else None)
+    return env.get_template(f"{kind}.j2").render(context)
+
+
+# --- compose ------------------------------------------------------------------
+
+
+def compose(request: WakeRequest, *, config: WakeConfig, counter: Counter,
+            summarizer: summarize.Summarizer | None, templates: str | Path | None = None) -> Wake:
+    """Compose the wake for *request*.  Pure but for *summarizer*."""
+    _check(request)
+    history = list(request.history)
+    cu = catchup.build(history, budget=request.catch_up_tokens, now=request.now, counter=counter,
+                       post_cap=config.post_cap_tokens, new_after_id=request.new_after_id)
+    summary, source = _summary(cu, request, config, summarizer)
+    for scale in (1.0, 0.5, 0.25, 0.1, 0.0):
+        context = _context(request, config, scale)
+        before, after = _frame(request.kind, context, cu, summary, templates)
+        room = config.prompt_cap_chars - len(before) - len(after)
+        if len(cu.text) <= room:
+            break
+        # Over the cap: the catch-up gives way first, and its digest becomes a
+        # plain count (no second call to the summarizer).
+        cu = cu.drop_oldest(max(0, room - 80), history)
+        summary, source = _fallback(cu, request)
+        before, after = _frame(request.kind, context, cu, summary, templates)
+        if len(before) + len(cu.text) + len(after) <= config.prompt_cap_chars:
+            break
+    text = before + cu.text + after
+    if len(text) > config.prompt_cap_chars:
+        raise ValueError(f"the wake frame alone exceeds prompt_cap_chars ({len(text):,} characters)")
+    return Wake(
+        text=text,
+        prompt_tokens=_prompt_tokens(before, cu, after, counter),
+        catch_up_tokens_used=cu.tokens,
+        catch_up_budget=request.catch_up_tokens,
+        shown_count=cu.shown,
+        summarized_count=len(cu.older) + request.earlier_count if summary else 0,
+        dial_source=request.dials.source,
+        summary_source=source,
+    )
+
+
+def _check(request: WakeRequest) -> None:
+    if request.kind not in KINDS:
+        raise ValueError(f"unknown wake kind {request.kind!r}; expected one of {', '.join(KINDS)}")
+    if request.tools not in TOOLS:
+        raise ValueError(f"unknown tools {request.tools!r}; expected full or look")
+    if request.kind == "arrival" and request.arrival is None:
+        raise ValueError("an arrival wake needs `arrival` (who signed in)")
+
+
+def _summary(cu: catchup.CatchUp, request: WakeRequest, config: WakeConfig,
+             summarizer: summarize.Summarizer | None) -> tuple[str, str]:
+    """The digest of what did not fit, and which summarizer wrote it."""
+    if not cu.older and not request.earlier_count:
+        return "", ""
+    if summarizer is None or not cu.older:  # nothing a summarizer could read
+        return _fallback(cu, request)
+    try:
+        text = summarizer.summarize(cu.older, also_unseen=request.earlier_count,
+                                    budget=config.summary_tokens, agent=request.agent, now=request.now)
+    except Exception as exc:  # any failure of a summarizer is the same to the wake
+        log.warning("summary failed: %s", exc, extra={"action": "summary_failed",
+                                                      "summarizer": summarizer.name})
+        return _fallback(cu, request)
+    return catchup.quote(text), summarizer.name
+
+
+def _fallback(cu: catchup.CatchUp, request: WakeRequest) -> tuple[str, str]:
+    count = len(cu.older) + request.earlier_count
+    return (summarize.not_shown_line(count), "fallback") if count else ("", "")
+
+
+def _frame(kind: str, context: dict, cu: catchup.CatchUp, summary: str,
+           templates) -> tuple[str, str]:
+    """The rendered wake around the catch-up lines: (before, after)."""
+    context = dict(context, summary=summary, recent_shown=cu.shown, catch_up=_SPLIT)
+    before, _, after = _render(kind, context, templates).partition(_SPLIT)
+    return before, after
+
+
+def _prompt_tokens(before: str, cu: catchup.CatchUp, after: str, counter: Counter) -> int:
+    """Exact tokens of the wake without re-encoding the whole catch-up.
+
+    A newline followed by "[" always ends a pre-tokenizer chunk, so counts add
+    up across those joins; only the last line touches what follows it.
+    """
+    if not cu.units or not before.endswith("\n"):
+        return counter.count(before + cu.text + after)
+    last = cu.units[-1]
+    return counter.count(before) + cu.tokens - last.tokens + counter.count(last.text + after)
+
+
+# --- the context the templates see ----------------------------------------------
+
+
+def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
+    """Template variables, every person-written string escaped, big parts
+    clipped to their *scale*-d share of the prompt cap."""
+    cap = config.prompt_cap_chars
+    woke = _post_lines(request.woke, request.now, cap * WOKE_SHARE * scale)
+    links = [LinkedPost._make(item) for item in request.linked]
+    linked = _post_lines([item.post for item in links], request.now, cap * LINKED_SHARE * scale,
+                         moods=[item.mood for item in links])
+    field_ = functools.partial(catchup.one_line, limit=FIELD_CHARS)
+    return {
+        "kind": html.escape(request.kind, quote=True),
+        "mood_attr": html.escape(catchup.one_line(request.mood, FIELD_CHARS), quote=True),
+        "mood": field_(request.mood),
+        "mood_title": field_(request.mood_title or request.mood),
+        "agent": field_(request.agent),
+        "woke": woke,
+        "woke_count": len(request.woke),
+        "linked": linked,
+        "linked_count": len(request.linked),
+        "also_asked": [AlsoAsked(field_(h), bool(w)) for h, w in request.also_asked],
+        "settings_changed": [SettingChange(*map(field_, s)) for s in request.settings_changed][:MAX_SETTINGS_SHOWN],
+        "settings_more": max(0, len(request.settings_changed) - MAX_SETTINGS_SHOWN),
+        "cut_off": _cut_off(request),
+        "handed": _handed(request.handed, cap * HANDED_SHARE * scale),
+        "refusals": [catchup.one_line(r, 500) for r in request.refusals][:MAX_REFUSALS_SHOWN],
+        "arrival": Arrival(*map(field_, request.arrival)) if request.arrival else None,
+        "quiet_for": _quiet_for(request),
+        "ask": catchup.one_line(request.dials.consider_ask(request.discretion), 2_000),
+        "verbosity_line": catchup.one_line(request.dials.verbosity_line(request.verbosity), 2_000)
+        if request.verbosity != "normal" else "",
+        "new_count": _new_count(request),
+        "tools": request.tools,
+        "todo_url": catchup.one_line(config.todo_pattern.format(
+            slug=urllib.parse.quote(request.mood, safe="")), 1_000),
+        "etiquette_url": catchup.one_line(config.etiquette_url, 1_000),
+    }
+
+
+def _new_count(request: WakeRequest) -> int:
+    if request.new_after_id is None:
+        return 0
+    return sum(1 for p in request.history if p.id > request.new_after_id)
+
+
+def _each(share: float, count: int) -> int:
+    """Characters each of *count* items may take out of *share* (0: markers only)."""
+    if share <= 0:
+        return 0
+    return max(MIN_ITEM_CHARS, int(share) // max(1, count))
+
+
+def _post_lines(posts: Sequence[WakePost], now: datetime, share: float,
+                moods: Sequence[str] | None = None) -> str:
+    """Posts as wake lines; any one longer than its fair share of *share* is clipped."""
+    if not posts:
+        return ""
+    each = _each(share, len(posts))
+    return "\n".join(
+        catchup.line(p, now, max_chars=each, mood=moods[i] if moods else None)
+        for i, p in enumerate(posts)
+    )
+
+
+def _handed(items: Sequence[Handed], share: float) -> list[Handed]:
+    each = _each(share, len(items))
+    one = functools.partial(catchup.one_line, limit=FIELD_CHARS)
+    return [
+        Handed(one(h.from_mood), one(h.from_agent), one(h.about),
+               catchup.INDENT + catchup.clip_chars(catchup.quote(h.context), each))
+        for h in map(Handed._make, items)
+    ]
+
+
+def _cut_off(request: WakeRequest) -> dict | None:
+    if request.cut_off is None:
+        return None
+    at, why = request.cut_off
+    return {"at": catchup.stamp(at, request.now) + " UTC" if at else "",
+            "why": catchup.one_line(why, 500)}
+
+
+def _quiet_for(request: WakeRequest) -> str:
+    times = [p.created_at for p in (*request.history, *request.woke)]
+    if not times:
+        return "a while"
+    return _duration((request.now - max(times)).total_seconds())
+
+
+def _duration(seconds: float) -> str:
+    minutes = max(1, round(seconds / 60))
+    if minutes < 90:
+        return f"about {minutes} minute{'s' if minutes != 1 else ''}"
+    hours = round(minutes / 60)
+    if hours < 36:
+        return f"about {hours} hours"
+    return f"about {round(hours / 24)} days"
+
+
+# --- frames with placeholders -----------------------------------------------------
+
+
+def render_frames(config: WakeConfig, templates: str | Path | None = None) -> str:
+    """Every kind of wake with every optional part, placeholders in «», from
+    the same templates compose() uses (for `mood-poller preview --frames`)."""
+    out = []
+    for kind, tools in (("mention", "full"), ("mention", "look"), ("consider", "look"),
+                        ("quiet", "look"), ("arrival", "look")):
+        context = _placeholders(kind, tools, config)
+        out.append(f"==== {kind} wake, {'full tools' if tools == 'full' else 'look-only'} ====\n")
+        out.append(_render(kind, context, templates))
+        out.append("\n")
+    return "".join(out)
+
+
+def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
+    post = "[«sender», «time»] «text of the post; further lines indented»"
+    return {
+        "kind": kind, "mood_attr": "«slug»", "mood": "«slug»", "mood_title": "«Mood title»",
+        "agent": "«agent»", "woke": post, "woke_count": int(kind in ("mention", "consider")),
+        "linked": "[«sender», «time», in «other-mood»] «a post a woke post linked to»",
+        "linked_count": int(kind in ("mention", "consider")),
+        "also_asked": [AlsoAsked("«other agent»", True)],
+        "settings_changed": [SettingChange("«who»", "«key»", "«old»", "«new»")],
+        "settings_more": 0,
+        "cut_off": {"at": "«time» UTC", "why": "«why it was cut off»"},
+        "handed": [Handed("«from-mood»", "«agent»", "«about»", catchup.INDENT + "«the handed context»")],
+        "refusals": ["«what was refused, and why»"],
+        "arrival": Arrival("«handle»", "«name»", "«trust tier»"),
+        "quiet_for": "«how long»",
+        "ask": "«the discretion dial's wording for this Mood's level»",
+        "verbosity_line": "«the verbosity dial's wording; only when the dial is not normal»",
+        "tools": tools,
+        "todo_url": config.todo_pattern.format(slug="«slug»"),
+        "etiquette_url": config.etiquette_url,
+        "summary": "«digest of older posts, or [N earlier posts not shown]»",
+        "recent_shown": 1, "new_count": 1,
+        "catch_up": "[«sender», «time»] «post, word for word»\n[«sender», «time», new] «a newer post»\n",
+    }
