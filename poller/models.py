@@ -292,3 +292,69 @@ class Decision(Base):
     at: Mapped[dt.datetime]
     last_at: Mapped[dt.datetime]  # the same decision, repeated, only moves this
     count: Mapped[int] = mapped_column(Integer, default=1)
+
+
+# -- Richer turns: sessions, handoffs, refusals (migration 0003) ------------------
+
+
+class Turn(Base):
+    """What a turn left besides its reply: the settings it had seen, its session, its cost.
+
+    ``settings_seen_id`` is the newest settings row when the wake was composed,
+    so the next wake here lists exactly the changes made since.
+    """
+
+    __tablename__ = "turns"
+
+    wake_id: Mapped[int] = mapped_column(BigId, ForeignKey("wakes.id"), primary_key=True)
+    settings_seen_id: Mapped[int] = mapped_column(BigInteger, default=0)
+    session_id: Mapped[Optional[str]] = mapped_column(String(200))
+    cost_usd: Mapped[Optional[float]]
+
+
+class AgentSession(Base):
+    """The resumable session (e.g. Claude Code's) an agent keeps in one Mood."""
+
+    __tablename__ = "agent_sessions"
+
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), primary_key=True)
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(200))
+    wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))  # last used by
+    updated_at: Mapped[dt.datetime]
+
+
+class Handoff(Base):
+    """Context an agent carried from one Mood to another, until a wake takes it."""
+
+    __tablename__ = "handoffs"
+    __table_args__ = (Index("ix_handoffs_to_mood_taken", "to_mood_id", "taken_wake_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    wake_id: Mapped[int] = mapped_column(BigId, ForeignKey("wakes.id"))  # the turn that wrote it
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))  # who handed it
+    from_mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    to_mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    for_agent_id: Mapped[Optional[int]] = mapped_column(ForeignKey("participants.id"))  # None: anyone
+    about: Mapped[str] = mapped_column(String(100))
+    context: Mapped[str] = mapped_column(Text)
+    event_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))  # in to_mood
+    at: Mapped[dt.datetime]
+    taken_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+
+
+class Refusal(Base):
+    """A block refused from an agent's reply, until its next wake in that Mood reports it."""
+
+    __tablename__ = "refusals"
+    __table_args__ = (Index("ix_refusals_agent_mood_reported", "agent_id", "mood_id",
+                            "reported_wake_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    wake_id: Mapped[int] = mapped_column(BigId, ForeignKey("wakes.id"))  # the turn it came from
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    block: Mapped[str] = mapped_column(String(16))  # handoff | settings
+    reason: Mapped[str] = mapped_column(Text)
+    at: Mapped[dt.datetime]
+    reported_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
