@@ -37,7 +37,7 @@ def _names(s) -> tuple[dict, dict]:
 
 
 def wakes(store: Store, mood: Optional[str] = None, agent: Optional[str] = None,
-          limit: int = 50) -> list[dict]:
+          kind: Optional[str] = None, limit: int = 50) -> list[dict]:
     if limit < 1:
         raise errors.UserError("--limit must be at least 1")
     mood_id = store.mood(mood).id if mood else None
@@ -48,6 +48,8 @@ def wakes(store: Store, mood: Optional[str] = None, agent: Optional[str] = None,
             q = q.where(Wake.mood_id == mood_id)
         if agent_id is not None:
             q = q.where(Wake.agent_id == agent_id)
+        if kind is not None:
+            q = q.where(Wake.kind == kind)
         handles, slugs = _names(s)
         return [_wake_json(s, w, handles, slugs) for w in s.scalars(q)]
 

@@ -80,15 +80,18 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None
 @click.group(invoke_without_command=True)
 @click.option("--mood", metavar="SLUG", help="Only this Mood.")
 @click.option("--agent", metavar="HANDLE", help="Only this agent.")
+@click.option("--kind", type=click.Choice(["mention", "consider", "quiet", "arrival"]),
+              help="Only this kind.")
 @click.option("--limit", type=int, default=50, show_default=True, help="How many, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def wakes(ctx: click.Context, mood: str | None, agent: str | None, limit: int, as_json: bool) -> None:
+def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | None, limit: int,
+          as_json: bool) -> None:
     """List recent wakes (``wakes show ID`` prints one in full)."""
     if ctx.invoked_subcommand is not None:
         return
     app: App = ctx.obj
-    rows = insight.wakes(app.store, mood=mood, agent=agent, limit=limit)
+    rows = insight.wakes(app.store, mood=mood, agent=agent, kind=kind, limit=limit)
     if as_json:
         common.echo_json(rows)
         return

@@ -1,0 +1,64 @@
+"""Small agent programs the tests run as real subprocesses.
+
+``agent_command(tmp_path, mode)`` writes ``agent.py`` once and returns a shell
+command running it in *mode*.  Every run appends one JSON line (the wake's
+environment and text) to ``wakes.jsonl`` beside it, so tests can read
+exactly what each agent was told.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+SCRIPT = r'''
+import json, os, sys, time, subprocess
+mode, log = sys.argv[1], sys.argv[2]
+extra = sys.argv[3:]
+text = sys.stdin.read()
+with open(log, "a") as fh:
+    fh.write(json.dumps({k: os.environ.get(k) for k in
+        ("MOOD_WAKE_ID", "MOOD_AGENT", "MOOD_SLUG", "MOOD_WAKE_KIND", "MOOD_TOOLS")}
+        | {"text": text, "pid": os.getpid(), "cwd": os.getcwd(),
+           "secret_env": [k for k in os.environ if k.startswith("MOOD_POLLER")]}) + "\n")
+if mode == "reply":
+    print(f"{os.environ['MOOD_AGENT']} answering {os.environ['MOOD_WAKE_KIND']}")
+elif mode == "silent":
+    print("<silent>nothing to add</silent>")
+elif mode == "say":
+    print(" ".join(extra))
+elif mode == "fail":
+    print("half a thought")
+    print("something broke", file=sys.stderr)
+    sys.exit(3)
+elif mode == "fail-in":
+    if os.environ["MOOD_SLUG"] == extra[0]:
+        sys.exit(4)
+    print("fine here")
+elif mode == "slow":
+    time.sleep(float(extra[0]))
+    print("done after a while")
+elif mode == "hang":
+    marker = extra[0]
+    # A child and a grandchild that must die with the turn.
+    subprocess.Popen(["sh", "-c", f"exec -a {marker}-child sleep 300"])
+    subprocess.Popen(["sh", "-c", f"(exec -a {marker}-grandchild sleep 300) & wait"])
+    time.sleep(300)
+'''
+
+
+def agent_command(tmp_path: Path, mode: str, *extra: str) -> str:
+    script = tmp_path / "agent.py"
+    if not script.exists():
+        script.write_text(SCRIPT)
+    log = tmp_path / "wakes.jsonl"
+    return shlex.join([sys.executable, str(script), mode, str(log), *extra])
+
+
+def wakes_seen(tmp_path: Path) -> list[dict]:
+    log = tmp_path / "wakes.jsonl"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]

@@ -1,0 +1,97 @@
+"""The scheduling law, as a pure function."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from poller import law, settings
+
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+DEFAULTS = {k: v.default for k, v in settings.KEYS.items()}
+
+
+def facts(kind="mention", **kw):
+    s = dict(DEFAULTS, **kw.pop("settings", {}))
+    return law.Facts(kind=kind, now=NOW, settings=s, **kw)
+
+
+def test_a_free_agent_wakes_for_every_kind():
+    for kind in law.KINDS:
+        assert law.decide(facts(kind)).code == "woke"
+
+
+@pytest.mark.parametrize("kind", ["consider", "quiet", "arrival"])
+def test_archived_moods_get_no_unprompted_look(kind):
+    assert law.decide(facts(kind, archived=True)).code == "skipped:archived"
+
+
+def test_mentions_still_reach_an_archived_mood():
+    assert law.decide(facts("mention", archived=True)).outcome == "wake"
+
+
+def test_listening_off_holds_mentions_until_it_lapses_and_skips_the_rest():
+    until = NOW + dt.timedelta(hours=2)
+    d = law.decide(facts("mention", settings={"listening": "off"}, listening_until=until))
+    assert (d.outcome, d.reason, d.next_due) == ("hold", "listening-off", until)
+    assert law.decide(facts("quiet", settings={"listening": "off"})).code == "skipped:listening-off"
+    assert law.decide(facts("consider", settings={"listening": "mentions"})).code == \
+        "skipped:listening-mentions"
+    assert law.decide(facts("mention", settings={"listening": "mentions"})).outcome == "wake"
+
+
+def test_busy_holds_a_mention_and_defers_a_consider():
+    assert law.decide(facts("mention", busy_here=True)).code == "held:busy"
+    assert law.decide(facts("consider", busy_here=True)).code == "deferred:busy"
+
+
+def test_parallel_turns_cap():
+    d = law.decide(facts("mention", running_for_agent=2, settings={"parallel_turns": 2}))
+    assert d.code == "held:no-free-slot"
+
+
+def test_hourly_cap_says_when_a_slot_frees():
+    times = tuple(NOW - dt.timedelta(minutes=m) for m in (50, 40, 10))
+    d = law.decide(facts("mention", wakes_last_hour=times, settings={"max_wakes_per_hour": 3}))
+    assert (d.outcome, d.reason) == ("hold", "hourly-cap")
+    assert d.next_due == NOW + dt.timedelta(minutes=10)
+    old = tuple(NOW - dt.timedelta(minutes=m) for m in (70, 65, 61))
+    assert law.decide(facts("mention", wakes_last_hour=old,
+                            settings={"max_wakes_per_hour": 3})).outcome == "wake"
+
+
+def test_cooldown_defers_unprompted_wakes_but_never_mentions():
+    until = NOW + dt.timedelta(seconds=30)
+    d = law.decide(facts("quiet", cooldown_until=until))
+    assert d.code == "deferred:cooldown-until-2026-11-30T12:00:30Z"
+    assert law.decide(facts("mention", cooldown_until=until)).outcome == "wake"
+
+
+def test_consider_budget_per_hour():
+    times = tuple(NOW - dt.timedelta(minutes=m) for m in range(6))
+    d = law.decide(facts("consider", considers_last_hour=times))
+    assert d.reason == "consider-budget" and d.next_due == min(times) + law.HOUR
+    assert law.decide(facts("consider", settings={"considers_per_hour": 0})).code == \
+        "skipped:considers-off"
+
+
+@pytest.mark.parametrize("kw,code", [
+    ({"arrival_is_self": True}, "skipped:arrival-is-self"),
+    ({"settings": {"discretion": "reserved"}}, "skipped:discretion-reserved"),
+    ({"arrival_spoke_recently": True}, "skipped:spoke-recently"),
+    ({"arrival_greeted_recently": True}, "skipped:greeted-recently"),
+    ({"settings": {"listening": "mentions"}}, "skipped:listening-mentions"),
+])
+def test_arrival_skip_rules(kw, code):
+    assert law.decide(facts("arrival", **kw)).code == code
+
+
+def test_quiet_needs_a_recent_person_and_idle_on():
+    assert law.decide(facts("quiet", person_recent=False)).code == "skipped:no-person-recently"
+    assert law.decide(facts("quiet", settings={"idle_after": 0})).code == "skipped:idle-off"
+
+
+def test_bot_loop_holds_at_the_cap():
+    assert law.decide(facts("mention", bot_chain=3, bot_chain_cap=3)).code == "held:bot-loop"
+    assert law.decide(facts("mention", bot_chain=2, bot_chain_cap=3)).outcome == "wake"
