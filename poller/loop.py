@@ -397,7 +397,7 @@ class Poller:
     # -- compose and record -------------------------------------------------------------------
 
     def _wake(self, s, kind: str, l: Listener, participant, mood, values: dict,
-              owed: list[int], now: dt.datetime) -> Planned:
+              owed: list[int], now: dt.datetime, force_tools: Optional[str] = None) -> Planned:
         agent_ids = {p.id for p, _ in state.agent_rows(s)}
         woke: list[compose.WakePost] = []
         arrival = None
@@ -411,6 +411,8 @@ class Poller:
                 Post, Post.sender_id == Participant.id).where(Post.id.in_(owed))).all()
             if trusts and all(k == "person" and t == "full" for k, t in trusts):
                 tools = "full"
+        tools = force_tools or tools
+        if kind == "mention":
             since = state.last_spoke_id(s, participant.id, mood.id)
             hist, earlier = gather.history(s, mood.id, since, set(owed))
             new_after = None
@@ -421,7 +423,8 @@ class Poller:
             if kind == "consider":
                 woke = [p for p in hist if p.id >= l.consider_from_id and not p.sender_is_agent
                         and p.kind == "post"]
-                hist = [p for p in hist if p.id < l.consider_from_id]
+                chosen = {p.id for p in woke}
+                hist = [p for p in hist if p.id not in chosen]
             elif kind == "arrival":
                 signin = s.get(state.SignIn, l.arrival_signin_id)
                 who = s.get(Participant, signin.participant_id)

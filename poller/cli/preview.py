@@ -1,0 +1,40 @@
+"""``preview``: the wake a kind would send now, or every frame with placeholders."""
+
+from __future__ import annotations
+
+import click
+
+from poller import compose, errors, text
+from poller.cli import App, pass_app
+
+
+@click.command()
+@click.option("--mood", "slug", metavar="SLUG", help="The Mood to preview.")
+@click.option("--agent", "handle", metavar="HANDLE", help="The agent it would wake.")
+@click.option("--kind", type=click.Choice(["mention", "consider", "quiet", "arrival"]),
+              help="Which kind of wake.")
+@click.option("--full", is_flag=True, help="As a full-tool turn (shows the settings how-to).")
+@click.option("--frames", is_flag=True,
+              help="Print every frame with placeholders instead (what agents are told).")
+@click.option("--now", "now", metavar="ISO8601", help="The clock (default: now).")
+@pass_app
+def preview(app: App, slug: str | None, handle: str | None, kind: str | None, full: bool,
+            frames: bool, now: str | None) -> None:
+    """Print the wake KIND would send now, from the Mood's real posts."""
+    if frames:
+        click.echo(compose.render_frames(app.config.wake), nl=False)
+        return
+    missing = [o for o, v in (("--mood", slug), ("--agent", handle), ("--kind", kind)) if not v]
+    if missing:
+        raise errors.UserError(f"preview needs {', '.join(missing)} (or --frames)")
+    from poller import loop, preview as preview_mod
+    from wiki_rules.source import DialSource
+
+    at = text.parse_time(now, "--now") if now else text.utcnow()
+    dials = DialSource.from_config(app.config, app.engine())
+    poller = loop.Poller(app.store, app.config, dials=dials.current)
+    planned = preview_mod.preview(poller, slug, handle, kind, at, full)
+    click.echo(planned.text)
+
+
+COMMANDS = [preview]
