@@ -2,12 +2,23 @@
 
 A waker takes the wake text and the turn's context and returns an
 ``Outcome``: the reply text, or why there is none.  Every waker kills what it
-started when the turn times out or is cancelled.
+started when the turn times out or is cancelled.  Three kinds:
+
+- ``CommandWaker``: any shell command; the wake on stdin, the reply on stdout.
+- ``ClaudeWaker``: the ``claude`` CLI in print mode with ``stream-json``
+  output, resuming the agent's session for the Mood; look-only turns get a
+  read-only tool allowlist.
+- ``HttpWaker``: POSTs the wake as JSON; the reply is the response's
+  ``reply`` field (or a ``text/plain`` body).
+
+This module is imported by every runner, so it stays light: httpx is
+imported only when an HTTP turn runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -59,7 +70,9 @@ class Process:
     """A child in its own process group, fed stdin, read to a limit, killable as a group."""
 
     def __init__(self, argv: list[str], *, shell: bool, stdin: bytes, env: dict, cwd: Optional[str],
-                 on_start: Callable[[int], None] = lambda pgid: None):
+                 on_start: Callable[[int], None] = lambda pgid: None,
+                 on_stdout: Optional[Callable[[bytes], None]] = None):
+        self.on_stdout = on_stdout  # given: stdout chunks go there instead of the buffer
         self.proc = subprocess.Popen(argv if not shell else argv[0], shell=shell,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, cwd=cwd,
@@ -87,6 +100,9 @@ class Process:
             chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
             if not chunk:
                 break
+            if is_out and self.on_stdout is not None:
+                self.on_stdout(chunk)
+                continue
             room = limit - len(buf)
             if room > 0:
                 buf.extend(chunk[:room])
@@ -134,8 +150,8 @@ class CommandWaker:
         return finish(proc, turn, cancel)
 
 
-def finish(proc: Process, turn: Turn, cancel: threading.Event) -> Outcome:
-    """Wait for a started process, honouring the timeout and cancellation."""
+def _await(proc: Process, turn: Turn, cancel: threading.Event) -> Optional[Outcome]:
+    """Wait for a started process; an Outcome only if it had to be ended."""
     deadline = None if turn.timeout is None else time.monotonic() + turn.timeout
     while True:
         step = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
@@ -147,25 +163,283 @@ def finish(proc: Process, turn: Turn, cancel: threading.Event) -> Outcome:
         if cancel.is_set():
             proc.kill()
             proc.wait(5)
-            return Outcome("cut_off", error="the turn was stopped (shutdown or emergency stop)")
+            return Outcome("cut_off", error=STOPPED)
         if deadline is not None and time.monotonic() >= deadline:
             proc.kill()
             proc.wait(5)
             return Outcome("cut_off", error=f"timed out after {turn.timeout:g} s")
     proc.wait(5)
+    return None
+
+
+STOPPED = "the turn was stopped (shutdown or emergency stop)"
+
+
+def _stderr_tail(proc: Process) -> str:
+    err = bytes(proc.err).decode("utf-8", "replace").strip().splitlines()
+    return f": {err[-1][:300]}" if err else ""
+
+
+def finish(proc: Process, turn: Turn, cancel: threading.Event) -> Outcome:
+    """Wait for a started process, honouring the timeout and cancellation."""
+    ended = _await(proc, turn, cancel)
+    if ended is not None:
+        return ended
     reply, note = settle.decode(bytes(proc.out))
     if proc.out_dropped:
         note = (note + "; " if note else "") + f"{proc.out_dropped:,} bytes of output dropped"
     code = proc.proc.returncode
     if code != 0:
-        err = bytes(proc.err).decode("utf-8", "replace").strip().splitlines()
-        tail = f": {err[-1][:300]}" if err else ""
-        return Outcome("failed", error=f"exit code {code}{tail}", note=note)
+        return Outcome("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note)
     return Outcome("replied", reply=reply, note=note)
 
 
-def for_agent(agent) -> CommandWaker:
+# -- Claude Code -------------------------------------------------------------------
+
+# Look-only turns: tools that read and search, nothing that edits or runs.
+LOOK_TOOLS = ("Read", "Grep", "Glob", "LS", "WebSearch", "WebFetch")
+LOOK_DENIED = ("Bash", "Edit", "MultiEdit", "Write", "NotebookEdit")
+# dontAsk: anything not pre-approved is denied instead of waiting on a prompt nobody sees.
+LOOK_PERMISSION_MODE = "dontAsk"
+FULL_PERMISSION_MODE = "acceptEdits"  # the default for full-tool turns; per agent: permission_mode
+LINE_LIMIT = 8 * 1024 * 1024  # one stream-json line longer than this is dropped
+
+
+def claude_argv(options: dict, tools: str, session: Optional[str]) -> list[str]:
+    """The ``claude`` command line for one turn (the prompt goes on stdin)."""
+    argv = [options.get("bin") or "claude", "-p", "--output-format", "stream-json", "--verbose"]
+    if options.get("model"):
+        argv += ["--model", options["model"]]
+    if session:
+        argv += ["--resume", session]
+    if tools == "full":
+        argv += ["--permission-mode", options.get("permission_mode") or FULL_PERMISSION_MODE]
+        if options.get("allowed_tools"):
+            argv += ["--allowedTools", ",".join(options["allowed_tools"])]
+    else:
+        argv += ["--permission-mode", LOOK_PERMISSION_MODE,
+                 "--allowedTools", ",".join(LOOK_TOOLS),
+                 "--disallowedTools", ",".join(LOOK_DENIED)]
+    return argv
+
+
+class ClaudeStream:
+    """Claude Code's ``stream-json`` output, read line by line as it arrives.
+
+    Keeps only what the turn needs: the session id (from the ``system``/``init``
+    line or any later line) and the final ``result`` line.
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._skipping = False
+        self.session: Optional[str] = None
+        self.result: Optional[dict] = None
+        self.bad_lines = 0
+        self.notes: list[str] = []
+
+    def feed(self, chunk: bytes) -> None:
+        self._buf.extend(chunk)
+        while True:
+            i = self._buf.find(b"\n")
+            if i < 0:
+                if len(self._buf) > LINE_LIMIT:
+                    self.notes.append(f"a stream line over {LINE_LIMIT:,} bytes was dropped")
+                    self._buf.clear()
+                    self._skipping = True
+                return
+            line = bytes(self._buf[:i])
+            del self._buf[:i + 1]
+            if self._skipping:
+                self._skipping = False
+                continue
+            self._line(line)
+
+    def close(self) -> None:
+        if self._buf and not self._skipping:
+            self._line(bytes(self._buf))
+        self._buf.clear()
+
+    def _line(self, raw: bytes) -> None:
+        if not raw.strip():
+            return
+        line, note = settle.decode(raw)
+        if note and not any(n.startswith("invalid UTF-8") for n in self.notes):
+            self.notes.append(note)
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            self.bad_lines += 1
+            return
+        if not isinstance(obj, dict):
+            return
+        sid = obj.get("session_id")
+        if isinstance(sid, str) and sid:
+            self.session = sid[:200]
+        if obj.get("type") == "result":
+            self.result = obj
+
+
+class ClaudeWaker:
+    """Runs Claude Code in print mode for one turn, resuming the Mood's session."""
+
+    def __init__(self, options: dict):
+        self.options = dict(options or {})
+
+    def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
+        cwd = self.options.get("session_dir") or turn.workdir
+        if cwd:
+            os.makedirs(cwd, exist_ok=True)
+        stream = ClaudeStream()
+        argv = claude_argv(self.options, turn.tools, turn.session)
+        try:
+            proc = Process(argv, shell=False, stdin=turn.text.encode("utf-8"), env=turn_env(turn),
+                           cwd=cwd, on_start=on_start, on_stdout=stream.feed)
+        except OSError as exc:
+            return Outcome("failed", error=f"could not start {argv[0]}: {exc.strerror}")
+        ended = _await(proc, turn, cancel)
+        stream.close()
+        if ended is not None:
+            return Outcome(ended.status, error=ended.error, session=stream.session)
+        return self._outcome(stream, proc, turn)
+
+    @staticmethod
+    def _outcome(stream: ClaudeStream, proc: Process, turn: Turn) -> Outcome:
+        note = "; ".join(stream.notes)
+        if stream.bad_lines:
+            note = "; ".join(filter(None, [note, f"{stream.bad_lines} unreadable stream lines skipped"]))
+        r = stream.result
+        code = proc.proc.returncode
+        if r is None:
+            why = "the claude stream ended without a final result"
+            if code:
+                why += f" (exit code {code}{_stderr_tail(proc)})"
+            # A session that cannot be resumed must not fail every turn after it.
+            forget = "" if turn.session and stream.session in (None, turn.session) else None
+            return Outcome("failed", error=why, note=note,
+                           session=stream.session if forget is None else forget)
+        cost = r.get("total_cost_usd")
+        cost = float(cost) if isinstance(cost, (int, float)) else None
+        if r.get("subtype") != "success" or r.get("is_error"):
+            detail = r.get("errors") or r.get("result") or ""
+            detail = "; ".join(map(str, detail)) if isinstance(detail, list) else str(detail)
+            why = f"claude reported {r.get('subtype') or 'an error'}"
+            return Outcome("failed", error=why + (f": {detail[:300]}" if detail else ""),
+                           note=note, session=stream.session, cost=cost)
+        if code != 0:
+            return Outcome("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note,
+                           session=stream.session, cost=cost)
+        reply = r.get("result")
+        if not isinstance(reply, str):
+            return Outcome("failed", error="the final result carries no text", note=note,
+                           session=stream.session, cost=cost)
+        return Outcome("replied", reply=reply, note=note, session=stream.session, cost=cost)
+
+
+# -- HTTP ------------------------------------------------------------------------------
+
+BODY_LIMIT = READ_LIMIT  # bytes of a response body read; the rest is not
+CONNECT_ATTEMPTS = 3
+CONNECT_TIMEOUT_S = 10.0
+CONNECT_BACKOFF_S = 0.5
+
+
+class HttpWaker:
+    """POSTs the wake as JSON; the reply is the JSON ``reply`` field or a text/plain body.
+
+    Only a failure to connect is retried (nothing was sent); once the request
+    may have reached the agent, a failure is final, so no wake is delivered twice.
+    Header values may be credentials: they go on the request and nowhere else.
+    """
+
+    def __init__(self, url: str, headers: Optional[dict] = None):
+        self.url = url
+        self.headers = dict(headers or {})
+
+    def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
+        box: list[Outcome] = []
+        worker = threading.Thread(target=lambda: box.append(self._safe_post(turn)), daemon=True)
+        worker.start()
+        deadline = None if turn.timeout is None else time.monotonic() + turn.timeout
+        while worker.is_alive():
+            worker.join(0.2)
+            if cancel.is_set():
+                return Outcome("cut_off", error=STOPPED)
+            if deadline is not None and time.monotonic() >= deadline and worker.is_alive():
+                return Outcome("cut_off", error=f"timed out after {turn.timeout:g} s")
+        return box[0]
+
+    def payload(self, turn: Turn) -> dict:
+        return {"wake_id": turn.wake_id, "agent": turn.agent, "mood": turn.mood, "kind": turn.kind,
+                "tools": turn.tools, "text": turn.text, "answers": list(turn.answers)}
+
+    def _safe_post(self, turn: Turn) -> Outcome:
+        try:
+            return self._post(turn)
+        except Exception as exc:  # a bug here must still end the turn with a reason
+            return Outcome("failed", error=f"the HTTP waker failed: {type(exc).__name__}")
+
+    def _post(self, turn: Turn) -> Outcome:
+        import httpx
+
+        timeout = httpx.Timeout(turn.timeout, connect=CONNECT_TIMEOUT_S)
+        last = ""
+        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
+            for attempt in range(CONNECT_ATTEMPTS):
+                if attempt:
+                    time.sleep(CONNECT_BACKOFF_S * attempt)
+                try:
+                    with client.stream("POST", self.url, json=self.payload(turn),
+                                       headers=self.headers) as resp:
+                        return _http_outcome(resp)
+                except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                    last = f"{type(exc).__name__}: {exc}"[:300]  # nothing was sent: try again
+                except httpx.HTTPError as exc:
+                    return Outcome("failed", error=f"the request failed after it was sent, "
+                                                   f"not retried: {type(exc).__name__}")
+        return Outcome("failed", error=f"could not connect after {CONNECT_ATTEMPTS} attempts ({last})")
+
+
+def _read_body(resp) -> tuple[bytes, bool]:
+    """Up to BODY_LIMIT bytes of the body, and whether there was more."""
+    body = bytearray()
+    for chunk in resp.iter_bytes():
+        body.extend(chunk)
+        if len(body) > BODY_LIMIT:
+            return bytes(body[:BODY_LIMIT]), True
+    return bytes(body), False
+
+
+def _http_outcome(resp) -> Outcome:
+    body, over = _read_body(resp)
+    if not 200 <= resp.status_code < 300:
+        excerpt = " ".join(body[:2000].decode("utf-8", "replace").split())[:300]
+        return Outcome("failed", error=f"HTTP {resp.status_code} {resp.reason_phrase}"
+                                       + (f": {excerpt}" if excerpt else ""))
+    ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "application/json" or ctype.endswith("+json"):
+        if over:
+            return Outcome("failed", error=f"the JSON response was over {BODY_LIMIT:,} bytes")
+        try:
+            obj = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            return Outcome("failed", error=f"the response is not valid JSON: {str(exc)[:200]}")
+        reply = obj.get("reply") if isinstance(obj, dict) else None
+        if not isinstance(reply, str):
+            return Outcome("failed", error="the JSON response has no text 'reply' field")
+        return Outcome("replied", reply=reply)
+    reply, note = settle.decode(body)
+    if over:
+        note = "; ".join(filter(None, [note, f"response body cut at {BODY_LIMIT:,} bytes"]))
+    return Outcome("replied", reply=reply, note=note)
+
+
+def for_agent(agent):
     """The waker for an agent row (``poller.values.AgentInfo``)."""
     if agent.waker == "command":
         return CommandWaker(agent.command)
+    if agent.waker == "claude-code":
+        return ClaudeWaker(agent.options)
+    if agent.waker == "url":
+        return HttpWaker(agent.url, agent.options.get("headers"))
     raise ValueError(f"unknown waker {agent.waker!r}")

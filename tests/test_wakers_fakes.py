@@ -1,0 +1,177 @@
+"""Test helpers (no tests here): a stand-in ``claude`` executable and a loopback HTTP agent.
+
+``write_claude(dir)`` writes an executable ``claude`` that records its argv,
+stdin and working directory to ``claude.jsonl`` and prints a stream-json
+conversation shaped like Claude Code's (system init, assistant message,
+final result).  What it does is read from ``claude-mode`` beside it, so a
+test can switch behaviour between turns:
+
+- ``ok``: a successful result whose text is ``claude-reply`` (or a default);
+- ``noresult``: init and an assistant message, then exit 0 with no result;
+- ``error``: a result with subtype ``error_max_turns``;
+- ``badutf8``: invalid UTF-8 bytes in an assistant line, then a good result;
+- ``crash``: half a stream, then exit 1;
+- ``no-resume``: like Claude Code given an unknown ``--resume`` id.
+
+``HttpAgent`` is a real HTTP server on 127.0.0.1 with one route per behaviour.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+
+CLAUDE = r'''#!{python}
+import json, os, sys, uuid
+here = os.path.dirname(os.path.abspath(__file__))
+def read(name, default=""):
+    try:
+        with open(os.path.join(here, name), encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return default
+mode = read("claude-mode", "ok").strip()
+prompt = sys.stdin.read()
+argv = sys.argv[1:]
+with open(os.path.join(here, "claude.jsonl"), "a") as fh:
+    fh.write(json.dumps({{"argv": argv, "stdin": prompt, "cwd": os.getcwd(),
+                         "env": {{k: v for k, v in os.environ.items() if k.startswith("MOOD_")}}}}) + "\n")
+resume = argv[argv.index("--resume") + 1] if "--resume" in argv else None
+if mode == "no-resume" and resume:
+    print(f"No conversation found with session ID: {{resume}}", file=sys.stderr)
+    sys.exit(1)
+sid = resume or str(uuid.uuid4())
+out = sys.stdout.buffer
+def emit(obj):
+    out.write(json.dumps(obj).encode() + b"\n")
+    out.flush()
+emit({{"type": "system", "subtype": "init", "session_id": sid, "cwd": os.getcwd(),
+      "model": argv[argv.index("--model") + 1] if "--model" in argv else "claude-sonnet",
+      "tools": ["Read", "Grep", "Glob", "Bash", "Edit", "Write"],
+      "permissionMode": argv[argv.index("--permission-mode") + 1]}})
+reply = read("claude-reply", "Hello from the stand-in claude.")
+emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_1", "type": "message",
+      "role": "assistant", "model": "claude-sonnet",
+      "content": [{{"type": "text", "text": reply[:200]}}], "stop_reason": "end_turn"}}}})
+if mode == "badutf8":
+    out.write(b'{{"type": "assistant", "session_id": "' + sid.encode() + b'", "note": "\xff\xfe bad"}}\n')
+    out.write(b"\xc3\x28 not json at all\n")
+if mode == "noresult":
+    sys.exit(0)
+if mode == "crash":
+    out.write(b'{{"type": "assistant", "sess')
+    out.flush()
+    sys.exit(1)
+if mode == "error":
+    emit({{"type": "result", "subtype": "error_max_turns", "is_error": True, "session_id": sid,
+          "num_turns": 30, "total_cost_usd": 0.5, "errors": ["reached the maximum number of turns"]}})
+    sys.exit(0)
+emit({{"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1234,
+      "duration_api_ms": 1000, "num_turns": 1, "result": reply, "session_id": sid,
+      "total_cost_usd": 0.0123, "usage": {{"input_tokens": 10, "output_tokens": 5}}}})
+'''
+
+
+def write_claude(directory: Path, mode: str = "ok", reply: str | None = None) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "claude"
+    path.write_text(CLAUDE.format(python=sys.executable))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    set_claude(directory, mode, reply)
+    return path
+
+
+def set_claude(directory: Path, mode: str, reply: str | None = None) -> None:
+    (directory / "claude-mode").write_text(mode)
+    if reply is not None:
+        (directory / "claude-reply").write_text(reply, encoding="utf-8")
+
+
+def claude_calls(directory: Path) -> list[dict]:
+    log = directory / "claude.jsonl"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:  # keep test output quiet
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length)
+        self.server.seen.append({"path": self.path, "headers": dict(self.headers),
+                                 "body": json.loads(body)})
+        route = self.path.strip("/").split("?")[0]
+        if route == "drop":  # read the request, then hang up without answering
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if route == "slow":
+            time.sleep(5)
+        status, ctype, payload = self.server.routes.get(route, (404, "text/plain", b"no such route"))
+        if callable(payload):
+            payload = payload(self.server.seen[-1]["body"])
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        try:
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class HttpAgent:
+    """A threaded HTTP server on 127.0.0.1 that answers wakes by route."""
+
+    def __init__(self) -> None:
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.server.daemon_threads = True
+        self.server.handle_error = lambda request, address: None  # a dropped client is expected
+        self.server.seen = []
+        self.server.routes = {
+            "ok": (200, "application/json",
+                   lambda b: json.dumps({"reply": f"{b['agent']} heard {b['kind']}"}).encode()),
+            "text": (200, "text/plain; charset=utf-8", "plain words back".encode()),
+            "slow": (200, "application/json", b'{"reply": "late"}'),
+            "fail": (500, "text/plain", b"the model backend is down"),
+            "bad": (400, "application/json", b'{"error": "wake_id missing"}'),
+            "malformed": (200, "application/json", b'{"reply": "unterminated'),
+            "noreply": (200, "application/json", b'{"answer": "wrong field"}'),
+            "huge": (200, "text/plain", b"x" * (6 * 1024 * 1024)),
+            "hugejson": (200, "application/json",
+                         b'{"reply": "' + b"y" * (6 * 1024 * 1024) + b'"}'),
+            "badutf8": (200, "text/plain", b"caf\xc3 ok"),
+        }
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def seen(self) -> list[dict]:
+        return self.server.seen
+
+    def url(self, route: str) -> str:
+        host, port = self.server.server_address
+        return f"http://{host}:{port}/{route}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (closed right after it is found)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
