@@ -44,7 +44,7 @@ def after_turn(s, w: Wake, now: dt.datetime, silent_or_failed: bool) -> None:
         if silent_or_failed:
             l.quiet_backoff = (l.quiet_backoff or 0) + 1
         l.quiet_due_at = now + dt.timedelta(seconds=values["idle_after"] * 2 ** (l.quiet_backoff or 0))
+    # Held work here is looked at again on the next cycle.  (Mentions held in
+    # other Moods for want of a free slot re-check every cycle by themselves,
+    # so settling never has to lock other listeners' rows.)
     l.due_at = now
-    # A finished turn frees a slot: mentions held anywhere for this agent may go.
-    s.execute(sa.update(Listener).where(Listener.agent_id == w.agent_id,
-                                        Listener.hold_reason.is_not(None)).values(due_at=now))
