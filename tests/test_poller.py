@@ -410,3 +410,27 @@ def test_wakes_show_and_why_text(world):
     assert full["text"].startswith("<mood-wake") and full["dial_source"] == "fallback"
     assert "mention   woke" in world("why", "--mood", "lobby", "--agent", "bot").out
     assert world.fails("wakes", "show", "999").err.strip() == "mood-poller: no wake 999"
+
+
+def test_scram_ends_a_running_turn(cli, tmp_path):
+    import subprocess
+    import time
+
+    marker = f"scram{tmp_path.name[-6:]}"
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "hang", marker))
+    cli("tick", "--now", at(0))
+    post(cli, 1, "ada", "@bot long job")
+    cli("tick", "--now", at(2))  # the turn runs on in the background
+    deadline = time.monotonic() + 20
+    while not subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert "1 running turn(s) ended" in cli("scram", "--by", "ada").out
+    (w,) = wakes(cli)
+    assert w["status"] == "cut_off" and "emergency stop" in w["error"]
+    deadline = time.monotonic() + 10
+    while subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout:
+        assert time.monotonic() < deadline, "the agent's processes outlived the emergency stop"
+        time.sleep(0.1)
