@@ -3,21 +3,33 @@
 The composer is pure; this module is its edge: it picks the posts that woke
 the agent, the catch-up candidates (since the agent last spoke for a
 mention, the Mood lately for the rest), who else was asked, and whether the
-agent's last turn here was cut off.
+agent's last turn here was cut off.  ``extras`` reads the optional lines: the
+settings changed since the agent last woke here, context handed to it from
+other Moods, what was refused from its last reply, and posts the woke posts
+link to; ``taken`` marks the handed context and refusals as delivered by the
+wake that carries them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import compose, state
-from poller.models import Mention, Participant, Post, Wake
+from poller import compose, settings, state
+from poller.models import (Handoff, Mention, Mood, Participant, Post, Refusal, Setting, Turn,
+                           Wake)
 
 HISTORY_POSTS = 600  # catch-up candidates read per wake; older ones are only counted
+HANDED_CHARS = 12_000  # handed context one wake carries; the rest waits for the next
+MAX_LINKS = 3  # linked posts read in per wake
+LINK_AROUND = 1  # posts read on each side of a linked post
+# "#p-123" (this Mood) or "/moods/<slug>/#p-123" (any Mood), as the web view writes them.
+LINK_RE = re.compile(r"(?:/moods/(?P<slug>[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)/)?#p-(?P<id>\d{1,18})\b")
 
 
 def _wake_posts(rows) -> list[compose.WakePost]:
@@ -76,3 +88,144 @@ def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[compose.CutOff]
     if last is None or last.status not in ("failed", "cut_off"):
         return None
     return compose.CutOff(last.finished_at, last.error or last.status.replace("_", " "))
+
+
+# -- the optional lines ---------------------------------------------------------------
+
+
+@dataclass
+class Extras:
+    settings_changed: list[compose.SettingChange] = field(default_factory=list)
+    settings_seen_id: int = 0
+    handed: list[compose.Handed] = field(default_factory=list)
+    handoff_ids: list[int] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    refusal_ids: list[int] = field(default_factory=list)
+    linked: list[compose.LinkedPost] = field(default_factory=list)
+
+
+def extras(s: Session, agent_id: int, mood_id: int, woke: Sequence[compose.WakePost],
+           shown: set[int], now: dt.datetime) -> Extras:
+    out = Extras()
+    out.settings_changed, out.settings_seen_id = settings_changed(s, agent_id, mood_id, now)
+    for hid, item in handed(s, agent_id, mood_id):
+        out.handoff_ids.append(hid)
+        out.handed.append(item)
+    for rid, line in refusals(s, agent_id, mood_id):
+        out.refusal_ids.append(rid)
+        out.refusals.append(line)
+    out.linked = linked(s, mood_id, woke, shown)
+    return out
+
+
+def taken(s: Session, wake_id: int, ex: Extras) -> None:
+    """The wake *wake_id* carries these: record it so no later wake repeats them."""
+    s.add(Turn(wake_id=wake_id, settings_seen_id=ex.settings_seen_id))
+    if ex.handoff_ids:
+        s.execute(sa.update(Handoff).where(Handoff.id.in_(ex.handoff_ids))
+                  .values(taken_wake_id=wake_id))
+    if ex.refusal_ids:
+        s.execute(sa.update(Refusal).where(Refusal.id.in_(ex.refusal_ids))
+                  .values(reported_wake_id=wake_id))
+
+
+def settings_changed(s: Session, agent_id: int, mood_id: int,
+                     now: dt.datetime) -> tuple[list[compose.SettingChange], int]:
+    """Changes to what applies here since the agent's last wake here, and the newest row id.
+
+    Only rows that changed the value in force for this (Mood, agent) count:
+    a global change hidden by a Mood-specific one is not news here.
+    """
+    newest = state.max_id(s, Setting.id)
+    q = (sa.select(Turn.settings_seen_id).join(Wake, Wake.id == Turn.wake_id)
+         .where(Wake.agent_id == agent_id, Wake.mood_id == mood_id)
+         .order_by(Wake.id.desc()).limit(1))
+    seen = s.scalar(q)
+    if seen is None or seen >= newest:
+        return [], newest
+    q = (sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key, Setting.value,
+                   Setting.until, Participant.handle)
+         .outerjoin(Participant, Participant.id == Setting.set_by)
+         .where(sa.or_(Setting.mood_id.is_(None), Setting.mood_id == mood_id),
+                sa.or_(Setting.agent_id.is_(None), Setting.agent_id == agent_id),
+                Setting.id <= newest)
+         .order_by(Setting.id))
+    rows = s.execute(q).all()
+    applied = [settings.Row(*r[:6]) for r in rows if r[0] <= seen]
+    before = settings.resolve(applied, mood_id, agent_id, now)
+    out = []
+    for r in rows:
+        if r[0] <= seen:
+            continue
+        applied.append(settings.Row(*r[:6]))
+        after = settings.resolve(applied, mood_id, agent_id, now)
+        key = r.key
+        if key in after and after[key].value != before[key].value:
+            out.append(compose.SettingChange(r.handle or "an operator", key,
+                                             str(before[key].value), str(after[key].value)))
+        before = after
+    return out, newest
+
+
+def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, compose.Handed]]:
+    """Context handed to this Mood for this agent (or anyone), oldest first, within HANDED_CHARS."""
+    mine = (sa.select(Handoff.id)
+            .where(Handoff.to_mood_id == mood_id, Handoff.taken_wake_id.is_(None),
+                   sa.or_(Handoff.for_agent_id.is_(None), Handoff.for_agent_id == agent_id))
+            .order_by(Handoff.id))
+    # Another agent's wake may be taking the same "for anyone" context right now.
+    rows = list(s.scalars(state.skip_locked(s, mine)))
+    if not rows:
+        return []
+    out, total = [], 0
+    src = sa.orm.aliased(Mood)
+    q = (sa.select(Handoff, src.slug, Participant.handle)
+         .join(src, src.id == Handoff.from_mood_id)
+         .join(Participant, Participant.id == Handoff.agent_id)
+         .where(Handoff.id.in_(rows)).order_by(Handoff.id))
+    for h, slug, handle in s.execute(q):
+        if out and total + len(h.context) > HANDED_CHARS:
+            break
+        total += len(h.context)
+        out.append((h.id, compose.Handed(slug, handle, h.about, h.context[:HANDED_CHARS])))
+    return out
+
+
+def refusals(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, str]]:
+    q = (sa.select(Refusal).where(Refusal.agent_id == agent_id, Refusal.mood_id == mood_id,
+                                  Refusal.reported_wake_id.is_(None))
+         .order_by(Refusal.id))
+    return [(r.id, f"your {r.block} block: {r.reason}") for r in s.scalars(q)]
+
+
+def linked(s: Session, mood_id: int, woke: Sequence[compose.WakePost],
+           shown: set[int]) -> list[compose.LinkedPost]:
+    """Posts the woke posts link to, each with a little around it, not already in the wake."""
+    targets: list[tuple[Optional[str], int]] = []
+    for p in woke:
+        for m in LINK_RE.finditer(p.text):
+            key = (m.group("slug"), int(m.group("id")))
+            if key not in targets and len(targets) < MAX_LINKS:
+                targets.append(key)
+    out: list[compose.LinkedPost] = []
+    taken_ids = set(shown)
+    for slug, post_id in targets:
+        target = s.get(Post, post_id)
+        if target is None:
+            continue
+        mood = s.get(Mood, target.mood_id)
+        if (slug is None and target.mood_id != mood_id) or (slug is not None and mood.slug != slug):
+            continue  # a link that does not point where it says
+        for p in _around(s, target):
+            if p.id not in taken_ids:
+                taken_ids.add(p.id)
+                out.append(compose.LinkedPost(mood.slug, p))
+    return out
+
+
+def _around(s: Session, target: Post) -> list[compose.WakePost]:
+    base = _posts_query().where(Post.mood_id == target.mood_id, Post.kind == "post")
+    before = s.execute(base.where(Post.id < target.id).order_by(Post.id.desc()).limit(LINK_AROUND)).all()
+    after = s.execute(base.where(Post.id > target.id).order_by(Post.id).limit(LINK_AROUND)).all()
+    me = s.execute(_posts_query().where(Post.id == target.id)).all()
+    return _wake_posts([*reversed(before), *me, *after])

@@ -4,7 +4,11 @@ The poller records a wake, then starts this runner.  The runner claims the
 wake (pending -> running, recording its pid), hands the wake to the agent's
 waker, and settles the outcome in one transaction: the reply becomes a post
 (or a silent dot), a failure or timeout closes the turn with a system post,
-and the listener's cooldown and quiet back-off are updated.  SIGTERM ends the
+and the listener's cooldown and quiet back-off are updated.  A reply's
+```handoff and ```settings blocks (:mod:`poller.blocks`) are applied in the
+same transaction, or refused whole with a system post and a recorded reason
+the agent's next wake there reports.  The agent's session (Claude Code) and
+the turn's cost are kept for the next turn.  SIGTERM ends the
 turn and records it as cut off.  The database URL and config path come from
 the environment (``MOOD_POLLER_DB``, ``MOOD_POLLER_CONFIG``), never argv.
 """
@@ -20,9 +24,11 @@ import threading
 
 import sqlalchemy as sa
 
-from poller import config as config_mod, db, errors, settle, state, text, tokens, wakers
+from poller import (blocks, config as config_mod, db, errors, settings, settle, state, text, tokens,
+                    wakers)
 from poller.turns import CLOCK_OFFSET_ENV, after_turn, close_turn
-from poller.models import Agent, Mood, Participant, Post, Wake
+from poller.models import (Agent, AgentSession, Handoff, Mood, Owed, Participant, Post,
+                           Refusal, Setting, Turn, Wake)
 from poller.store import Store
 
 log = logging.getLogger("poller.runner")
@@ -51,7 +57,9 @@ def claim(store: Store, wake_id: int, now: dt.datetime):
         from poller.values import AgentInfo
 
         agent = AgentInfo.from_rows(p, a)
-        return agent, m.slug, w.kind, w.tools, w.text, tuple(state.answers(s, w.id))
+        kept = s.get(AgentSession, (w.agent_id, w.mood_id))
+        return (agent, m.slug, w.kind, w.tools, w.text, tuple(state.answers(s, w.id)),
+                kept.session_id if kept else None)
 
 
 def record_pgid(store: Store, wake_id: int, pgid: int) -> None:
@@ -73,22 +81,123 @@ def settle_outcome(store: Store, wake_id: int, outcome: wakers.Outcome, now: dt.
         w = s.get(Wake, wake_id)
         if w.status != "running":
             return w.status  # already closed (an emergency stop got there first)
+        keep_session(s, w, outcome, now)
         if outcome.status != "replied":
             close_turn(s, store.counter, w, outcome.status, outcome.error, now)
             return w.status
-        reply = settle.classify(outcome.reply)
+        parsed = blocks.parse(outcome.reply, tools=w.tools)
+        reply = settle.classify(parsed.text)
         note = "; ".join(n for n in (outcome.note, reply.note) if n)
-        post = Post(mood_id=w.mood_id, sender_id=w.agent_id, created_at=now,
-                    text=reply.text, kind=reply.kind, reply_to=None,
-                    tokens=store.counter.count(reply.text))
-        s.add(post)
-        s.flush()
+        post = _post(s, store.counter, w.mood_id, w.agent_id, reply.text, reply.kind, now)
         if reply.kind == "post":
             record_mentions(s, post)
         w.status = "replied" if reply.kind == "post" else "silent"
         w.finished_at, w.reply_post_id, w.error = now, post.id, note
+        apply_blocks(s, store.counter, w, parsed, now)
         after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
         return w.status
+
+
+def _post(s, counter, mood_id: int, sender_id: int, body: str, kind: str, now: dt.datetime) -> Post:
+    post = Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body, kind=kind,
+                reply_to=None, tokens=counter.count(body))
+    s.add(post)
+    s.flush()
+    return post
+
+
+def keep_session(s, w: Wake, outcome: wakers.Outcome, now: dt.datetime) -> None:
+    """The turn's session and cost; the session is resumed by the agent's next turn here."""
+    turn = s.get(Turn, w.id)
+    if turn is None:
+        turn = Turn(wake_id=w.id, settings_seen_id=0)
+        s.add(turn)
+    turn.session_id, turn.cost_usd = outcome.session or None, outcome.cost
+    if outcome.session is None:
+        return
+    kept = s.get(AgentSession, (w.agent_id, w.mood_id))
+    if outcome.session == "":  # the waker says the old session cannot be resumed
+        if kept is not None:
+            s.delete(kept)
+    elif kept is None:
+        s.add(AgentSession(agent_id=w.agent_id, mood_id=w.mood_id, session_id=outcome.session,
+                           wake_id=w.id, updated_at=now))
+    else:
+        kept.session_id, kept.wake_id, kept.updated_at = outcome.session, w.id, now
+
+
+# -- blocks in the reply --------------------------------------------------------------
+
+
+def apply_blocks(s, counter, w: Wake, parsed: blocks.Parsed, now: dt.datetime) -> None:
+    """Apply the reply's valid blocks; record and announce the refused ones."""
+    refused = list(parsed.refused)
+    if parsed.settings is not None:
+        apply_settings(s, w, parsed.settings, now)
+    if parsed.handoff is not None:
+        why = apply_handoff(s, counter, w, parsed.handoff, now)
+        if why:
+            refused.append(blocks.Refused("handoff", why))
+    handle = s.scalar(sa.select(Participant.handle).where(Participant.id == w.agent_id))
+    for r in refused:
+        s.add(Refusal(wake_id=w.id, agent_id=w.agent_id, mood_id=w.mood_id, block=r.block,
+                      reason=r.reason, at=now))
+        _post(s, counter, w.mood_id, w.agent_id,
+              f"@{handle}'s {r.block} block was refused and nothing in it was applied: {r.reason}.",
+              "system", now)
+        log.info("refused a %s block from %s: %s", r.block, handle, r.reason,
+                 extra={"action": "block_refused", "wake_id": w.id, "block": r.block})
+
+
+def apply_settings(s, w: Wake, block: blocks.Settings, now: dt.datetime) -> None:
+    """Append the block's rows for (this Mood, this agent), set by the agent itself.
+
+    ``blocks.settings_block`` already validated every value with the rules of
+    ``mood-poller set``; the rows go in with the rest of the settling.
+    """
+    for key, value in block.changes.items():
+        s.add(Setting(mood_id=w.mood_id, agent_id=w.agent_id, key=key,
+                      value=str(settings.validate(key, value)), until=None, set_by=w.agent_id,
+                      note=block.note, at=now))
+
+
+def apply_handoff(s, counter, w: Wake, h: blocks.Handoff, now: dt.datetime) -> str:
+    """Record a handoff and its event posts in both Moods; or the reason it is refused."""
+    here = s.get(Mood, w.mood_id)
+    other = s.scalar(sa.select(Mood).where(Mood.slug == h.mood))
+    if other is None:
+        return f"there is no Mood {h.mood!r}"
+    if other.id == here.id:
+        return "a handoff must name another Mood, not this one"
+    if other.archived:
+        return f"the Mood {h.mood!r} is archived"
+    for_id = None
+    if h.for_agent:
+        p = s.scalar(sa.select(Participant).where(Participant.handle_key == h.for_agent.lower()))
+        if p is None or p.kind != "agent":
+            return f"there is no agent {h.for_agent!r}"
+        for_id, for_text = p.id, f" for @{p.handle}"
+    else:
+        for_text = ""
+    src, dst = (here, other) if h.direction == "to" else (other, here)
+    handle = s.scalar(sa.select(Participant.handle).where(Participant.id == w.agent_id))
+    arrived = _post(s, counter, dst.id, w.agent_id,
+                    f"@{handle} handed context here from the Mood \"{src.slug}\"{for_text}: {h.about}",
+                    "handoff", now)
+    _post(s, counter, src.id, w.agent_id,
+          f"@{handle} handed context to the Mood \"{dst.slug}\"{for_text}: {h.about}", "handoff", now)
+    s.add(Handoff(wake_id=w.id, agent_id=w.agent_id, from_mood_id=src.id, to_mood_id=dst.id,
+                  for_agent_id=for_id, about=h.about, context=h.context,
+                  event_post_id=arrived.id, at=now))
+    if for_id is not None:
+        # The named agent owes the handoff a look: it is woken there like a
+        # mention by an agent (look-only), held if busy, answered once.
+        s.add(Owed(agent_id=for_id, post_id=arrived.id, mood_id=dst.id))
+        listener = state.listeners_for(s, {(for_id, dst.id)})[(for_id, dst.id)]
+        listener.due_at = now if listener.due_at is None else min(listener.due_at, now)
+    log.info("%s handed context from %s to %s", handle, src.slug, dst.slug,
+             extra={"action": "handoff", "wake_id": w.id, "from": src.slug, "to": dst.slug})
+    return ""
 
 
 def record_mentions(s, post: Post) -> None:
@@ -121,9 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     claimed = claim(store, wake_id, clock())
     if claimed is None:
         return 0
-    agent, slug, kind, tools, body, answers = claimed
+    agent, slug, kind, tools, body, answers, session = claimed
     turn = wakers.Turn(wake_id, agent.handle, slug, kind, tools, body, answers,
-                       timeout=timeout_for(agent, tools, cfg.poller), workdir=agent.workdir)
+                       timeout=timeout_for(agent, tools, cfg.poller), workdir=agent.workdir,
+                       session=session)
     try:
         outcome = wakers.for_agent(agent).run(turn, lambda pgid: record_pgid(store, wake_id, pgid),
                                              cancel)

@@ -175,3 +175,38 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+
+REPLY_AGENT = r'''
+import json, os, sys
+here = sys.argv[1]
+text = sys.stdin.read()
+agent = os.environ["MOOD_AGENT"]
+with open(os.path.join(here, "wakes-" + agent + ".jsonl"), "a") as fh:
+    fh.write(json.dumps({"text": text, "kind": os.environ["MOOD_WAKE_KIND"],
+                         "tools": os.environ["MOOD_TOOLS"], "mood": os.environ["MOOD_SLUG"]}) + "\n")
+path = os.path.join(here, "reply-" + agent)
+data = open(path, "rb").read() if os.path.exists(path) else b"ok"
+sys.stdout.buffer.write(data)
+'''
+
+
+def reply_agent(directory: Path) -> str:
+    """A command agent that logs each wake and answers with the bytes set by ``set_reply``."""
+    import shlex
+
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "reply_agent.py"
+    script.write_text(REPLY_AGENT)
+    return shlex.join([sys.executable, str(script), str(directory)])
+
+
+def set_reply(directory: Path, agent: str, data: str | bytes) -> None:
+    (directory / f"reply-{agent}").write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def agent_wakes(directory: Path, agent: str) -> list[dict]:
+    log = directory / f"wakes-{agent}.jsonl"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from poller import errors
 from poller.cli import App, common, pass_app
 from poller.text import utcnow
 
@@ -56,16 +57,77 @@ def agent() -> None:
 @click.argument("handle")
 @click.option("--command", "command", metavar="CMD",
               help="Run CMD (through the shell) with the wake on stdin; stdout is the reply.")
+@click.option("--claude-code", is_flag=True,
+              help="Run Claude Code (claude -p, stream-json), resuming its session per Mood.")
+@click.option("--session-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="--claude-code: the directory Claude Code runs in (its sessions live there).")
+@click.option("--model", metavar="M", help="--claude-code: the model to ask for.")
+@click.option("--permission-mode", metavar="MODE",
+              help="--claude-code: permission mode of full-tool turns (default: acceptEdits). "
+                   "Look-only turns always run read-only.")
+@click.option("--claude-bin", metavar="PATH", help="--claude-code: the claude executable (default: claude).")
+@click.option("--url", metavar="URL", help="POST each wake as JSON to URL; the reply comes back.")
+@click.option("--header", "headers", multiple=True, metavar="K:V",
+              help="--url: a request header (repeatable). Values are kept secret.")
 @click.option("--timeout", type=float, metavar="SECONDS",
               help="Kill a turn after this long (default: 900 s look-only, no limit with full tools).")
 @click.option("--workdir", type=click.Path(file_okay=False), help="Working directory of the turn.")
 @pass_app
-def agent_add(app: App, handle: str, command: str | None, timeout: float | None,
-              workdir: str | None) -> None:
-    """Add the agent HANDLE and how it is woken."""
-    a = app.store.add_agent(handle, utcnow(), waker="command", command=command,
-                            timeout=timeout, workdir=workdir)
+def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
+              session_dir: str | None, model: str | None, permission_mode: str | None,
+              claude_bin: str | None, url: str | None, headers: tuple[str, ...],
+              timeout: float | None, workdir: str | None) -> None:
+    """Add the agent HANDLE and how it is woken: --command, --claude-code or --url."""
+    waker, options = waker_options(command=command, claude_code=claude_code,
+                                   session_dir=session_dir, model=model,
+                                   permission_mode=permission_mode, claude_bin=claude_bin,
+                                   url=url, headers=headers)
+    a = app.store.add_agent(handle, utcnow(), waker=waker, command=command, url=url,
+                            timeout=timeout, workdir=workdir, options=options)
     click.echo(f"added agent {a.handle} ({a.waker})")
+
+
+CLAUDE_ONLY = ("session_dir", "model", "permission_mode", "claude_bin")
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
+
+
+def waker_options(*, command, claude_code, url, headers, **claude) -> tuple[str, dict]:
+    """Which waker the options name, and its stored options; UserError if they clash."""
+    chosen = [name for name, on in (("--command", command), ("--claude-code", claude_code),
+                                    ("--url", url)) if on]
+    if len(chosen) != 1:
+        raise errors.UserError("give exactly one of --command, --claude-code or --url"
+                               + (f" (got {', '.join(chosen)})" if chosen else ""))
+    given = {k: v for k, v in claude.items() if v}
+    if given and not claude_code:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise errors.UserError(f"{flags} only apply with --claude-code")
+    if headers and not url:
+        raise errors.UserError("--header only applies with --url")
+    if claude_code:
+        mode = given.get("permission_mode")
+        if mode and mode not in PERMISSION_MODES:
+            raise errors.UserError(f"--permission-mode must be one of {', '.join(PERMISSION_MODES)}")
+        if "claude_bin" in given:
+            given["bin"] = given.pop("claude_bin")
+        return "claude-code", given
+    if command:
+        return "command", {}
+    if not url.startswith(("http://", "https://")):
+        raise errors.UserError(f"--url must start with http:// or https://, got {url!r}")
+    return "url", {"headers": parse_headers(headers)} if headers else {}
+
+
+def parse_headers(items) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        name = name.strip()
+        if not sep or not name or any(c in name for c in " \t\r\n") or any(c in value for c in "\r\n"):
+            # Never echo the value: it may be a credential.
+            raise errors.UserError(f"--header must look like Name:value (got a header named {name[:40]!r})")
+        out[name] = value.strip()
+    return out
 
 
 @agent.command("list")
