@@ -28,6 +28,7 @@ def test_wheel_carries_templates_migrations_and_the_kit(wheel):
     assert any(n.startswith("poller/migrations/versions/0001") for n in names)
     assert "poller/migrations/script.py.mako" in names
     assert any(n.startswith("wiki_rules/") for n in names)
+    assert "poller/kit/example_agent.py" in names
     assert not any(n.startswith("tests/") for n in names)
 
 
@@ -52,3 +53,9 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(wheel, tmp_path):
     where = subprocess.run([str(py), "-c", "import poller; print(poller.__file__)"],
                            capture_output=True, text=True, cwd=tmp_path, env=env).stdout
     assert str(env_dir) in where
+    # The README's main job runs from the installed wheel, with its bundled example agent.
+    r = run("demo", "--dir", str(tmp_path / "demo"))
+    assert r.returncode == 0, r.stderr
+    for kind in ("mention", "consider", "quiet", "arrival"):
+        assert f", {kind} (tools" in r.stdout
+    assert "REPLY lobby <helper>" in r.stdout

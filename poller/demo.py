@@ -1,0 +1,190 @@
+"""``mood-poller demo``: the whole loop on a throwaway database, in scripted time.
+
+It builds a small world (three Moods, three people, two agents running the
+bundled example agent, :mod:`poller.kit.example_agent`), then plays a short
+script: posts and sign-ins stamped at scripted times, and a poller cycle
+(``Poller.tick(now)``) after each step, so a mention, a consider, a quiet
+look and an arrival all happen within a few seconds of wall time.  Each wake
+is printed (abridged) when it is recorded and each reply when its turn has
+settled.  Nothing here touches the network or the operator's own database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.resources
+import shlex
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from poller import config as config_mod, db, loop, observe, tokens
+from poller.store import Store
+
+T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.timezone.utc)
+WAKE_LINES = 12  # at most this many lines of each wake are printed
+
+PEOPLE = (("ada", "full"), ("bob", "look"), ("cy", "full"), ("dee", "look"))
+MOODS = (("lobby", "The lobby"), ("garden", "Garden club"), ("studio", "The studio"))
+AGENTS = ("helper", "scout")
+
+# Per-Mood and per-agent settings that make the script short: quiet looks in
+# the lobby after 10 minutes of scripted silence; no cooldown between turns.
+SETTINGS = (
+    ("cooldown", "0", None, None),
+    ("idle_after", "600", "lobby", None),
+    ("listening", "mentions", "lobby", "scout"),  # helper covers the lobby
+    ("listening", "mentions", "garden", "helper"),  # scout covers the garden
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """At *seconds* after T0: a post (who, mood, text), a sign-in (text None), or a cycle only."""
+
+    seconds: float
+    who: str = ""
+    mood: str = ""
+    text: Optional[str] = None
+    signin: bool = False
+    note: str = ""
+
+
+SCRIPT = (
+    Step(0, note="first cycle: a new deployment starts from now"),
+    Step(60, "ada", "lobby", "@helper what time is the build review tomorrow?",
+         note="a mention"),
+    Step(65),
+    Step(120, "bob", "garden", "the tomatoes are finally ripe"),
+    Step(125, "cy", "garden", "does anyone know when to pick basil?"),
+    Step(130, note="chatter not settled yet (consider_after is 10 s): nothing due"),
+    Step(140, note="a consider: people talked in the garden without naming anyone"),
+    Step(200, "cy", "studio", "@helper @scout can one of you check the mixing notes?",
+         note="one post asks both agents"),
+    Step(205),
+    Step(700, note="the lobby has been quiet for 10 minutes: a quiet look"),
+    Step(800, "dee", "lobby", signin=True, note="dee signs in to the lobby: an arrival"),
+    Step(801),
+)
+
+
+def example_agent_command(python: str = sys.executable) -> str:
+    """A shell command running the bundled example agent, installed or from a checkout."""
+    try:
+        script = importlib.resources.files("poller.kit").joinpath("example_agent.py")
+        path = Path(str(script))
+    except ModuleNotFoundError:
+        path = Path(__file__).resolve().parent.parent / "memory-lane" / "example_agent.py"
+    if not path.is_file():
+        path = Path(__file__).resolve().parent.parent / "memory-lane" / "example_agent.py"
+    return shlex.join([python, str(path)])
+
+
+def abridge(text: str, lines: int = WAKE_LINES) -> str:
+    """A wake's non-blank lines up to its footer (at most *lines*), and what was left out."""
+    kept = [line for line in text.splitlines() if line.strip()]
+    body = next((i for i, line in enumerate(kept) if line.startswith("———")), len(kept))
+    shown = min(body, lines)
+    if shown == len(kept):
+        return "\n".join(kept)
+    return "\n".join(kept[:shown] + [f"… ({len(kept) - shown} more lines: the footer's how-tos)"
+                                      if shown == body else f"… ({len(kept) - shown} more lines)"])
+
+
+def build_world(store: Store, command: str, now: dt.datetime) -> None:
+    for slug, title in MOODS:
+        store.add_mood(slug, title, now)
+    for handle, trust in PEOPLE:
+        store.add_person(handle, trust, now)
+    for handle in AGENTS:
+        store.add_agent(handle, now, command=command, timeout=30)
+    for key, value, mood, agent in SETTINGS:
+        store.set_setting(key, value, now, mood=mood, agent=agent, note="demo")
+
+
+def run(directory: Optional[str] = None, echo: Callable[[str], None] = print) -> dict:
+    """Play the script; returns a summary (db URL, wake ids by kind, replies)."""
+    where = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="mood-poller-demo-"))
+    where.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{where / 'moods.db'}"
+    echo(f"demo database: {where / 'moods.db'} (throwaway; delete the directory when done)")
+    engine = db.make_engine(url)
+    try:
+        db.upgrade(engine)
+        cfg = config_mod.Config(db_url=url)
+        store = Store(engine, tokens.counter(cfg.encoding))
+        build_world(store, example_agent_command(), T0)
+        echo(f"Moods: {', '.join(s for s, _ in MOODS)}; people: "
+             f"{', '.join(h for h, _ in PEOPLE)}; agents: {', '.join(AGENTS)} "
+             "(both run the bundled example agent)\n")
+        summary = _play(store, cfg, echo)
+    finally:
+        engine.dispose()
+    summary["db_url"] = url
+    _next_steps(url, echo)
+    return summary
+
+
+def _play(store: Store, cfg: config_mod.Config, echo: Callable[[str], None]) -> dict:
+    poller = loop.Poller(store, cfg, detach=False)
+    summary: dict = {"wakes": {}, "replies": []}
+    try:
+        for step in SCRIPT:
+            now = T0 + dt.timedelta(seconds=step.seconds)
+            clock = f"[+{int(step.seconds):>3}s]"
+            if step.note:
+                echo(f"{clock} ({step.note})")
+            if step.signin:
+                store.add_signin(step.who, step.mood, now, label=step.who.capitalize())
+                echo(f"{clock} {step.who} signs in to {step.mood}")
+            elif step.text is not None:
+                store.add_post(step.mood, step.who, step.text, now)
+                echo(f"{clock} {step.mood} <{step.who}> {step.text}")
+                continue  # posts land first; the next step runs the cycle
+            report = poller.tick(now)
+            for w in report.wakes:
+                summary["wakes"].setdefault(w.kind, []).append(w.wake_id)
+                echo(f"\n{clock} WAKE {w.wake_id}: {w.agent} in {w.mood}, {w.kind} "
+                     f"(tools {w.tools})")
+                echo(_indent(abridge(w.text)))
+            poller.wait(60)
+            for w in report.wakes:
+                summary["replies"].append(_reply(store, w.wake_id, clock, echo))
+            if report.wakes:
+                echo("")
+    finally:
+        poller.release()
+    return summary
+
+
+def _reply(store: Store, wake_id: int, clock: str, echo: Callable[[str], None]) -> dict:
+    w = observe.wake(store, wake_id)
+    text = ""
+    if w["reply_post_id"]:
+        for p in store.posts(w["mood"], limit=20):
+            if p.id == w["reply_post_id"]:
+                text = p.text
+    if w["status"] == "replied":
+        echo(f"{clock} REPLY {w['mood']} <{w['agent']}> {text}")
+    elif w["status"] == "silent":
+        echo(f"{clock} SILENT {w['agent']} in {w['mood']} stayed silent")
+    else:
+        echo(f"{clock} TURN {wake_id} {w['status']}: {w['error'] or ''}")
+    return {"wake_id": wake_id, "agent": w["agent"], "mood": w["mood"], "kind": w["kind"],
+            "status": w["status"], "text": text}
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _next_steps(url: str, echo: Callable[[str], None]) -> None:
+    db_arg = shlex.quote(url)
+    echo("Where to look next:")
+    echo(f"  mood-poller --db {db_arg} wakes                      # every wake, newest first")
+    echo(f"  mood-poller --db {db_arg} wakes show 1               # one wake in full")
+    echo(f"  mood-poller --db {db_arg} why --mood garden --agent helper   # why it did not wake")
+    echo(f"  mood-poller --db {db_arg} posts lobby                # the Mood, replies included")
+    echo(f"  mood-poller --db {db_arg} status")
