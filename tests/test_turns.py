@@ -436,3 +436,33 @@ def test_a_link_to_another_moods_post_without_its_slug_is_not_followed(bots, roo
     post(room, 2, "ada", f"@bot see #p-{target}")
     tick(room, 3)
     assert "kitchen secret" not in agent_wakes(bots, "bot")[-1]["text"]
+
+
+# -- on PostgreSQL too -------------------------------------------------------------------
+
+
+def test_handoff_settings_and_refusal_on_each_database(any_cli, tmp_path):
+    cli = any_cli
+    for args in (("mood", "add", "lobby"), ("mood", "add", "kitchen"),
+                 ("person", "add", "ada", "--trust", "full"), ("set", "cooldown", "0")):
+        cli(*args)
+    here = tmp_path / "agents"
+    cli("agent", "add", "bot", "--command", reply_agent(here))
+    cli("agent", "add", "chef", "--command", reply_agent(here))
+    tick(cli, 0)
+    set_reply(here, "bot", "Done.\n```settings\nverbosity: brief\n```\n"
+                           + HANDOFF.format(extra="for: chef\n", context="Gas, not induction."))
+    post(cli, 1, "ada", "@bot settle it")
+    tick(cli, 2)
+    set_reply(here, "bot", "```settings\nverbosity: loud\n```")
+    tick(cli, 30)
+    assert "Gas, not induction." in agent_wakes(here, "chef")[0]["text"]
+    got = json.loads(cli("get", "--mood", "lobby", "--agent", "bot", "--json").out)
+    assert got["verbosity"]["value"] == "brief"
+    post(cli, 40, "ada", "@bot louder")
+    tick(cli, 41)
+    post(cli, 50, "ada", "@bot again")
+    tick(cli, 51)
+    assert "verbosity must be one of" in agent_wakes(here, "bot")[-1]["text"]
+    assert json.loads(cli("get", "--mood", "lobby", "--agent", "bot", "--json").out)[
+        "verbosity"]["value"] == "brief"
