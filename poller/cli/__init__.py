@@ -78,7 +78,7 @@ def _register() -> None:
     # Commands that arrive with later parts of the service.
     import importlib
 
-    for name in ("loop", "preview", "dials", "demo"):
+    for name in ("loop", "preview", "dials", "demo", "ops"):
         try:
             module = importlib.import_module(f"poller.cli.{name}")
         except ModuleNotFoundError as exc:

@@ -1,0 +1,227 @@
+"""The operator's kit: ``config check``, the example config, systemd units, the cron line, logs."""
+
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import fnmatch
+import json
+import shlex
+import shutil
+import subprocess
+import tomllib
+
+import pytest
+
+from agents import agent_command
+from conftest import REPO, Cli
+from poller import config
+
+KIT = REPO / "memory-lane"
+EXAMPLE = KIT / "config.example.toml"
+
+
+# -- config check -------------------------------------------------------------------------------
+
+def test_config_check_without_a_file_prints_the_defaults_as_toml(sqlite_url):
+    out = Cli(sqlite_url)("config", "check").out
+    assert out.startswith("# config OK: no config file")
+    resolved = tomllib.loads(out)
+    assert resolved["poller"]["interval"] == 1.0
+    assert resolved["database"]["url"] == sqlite_url
+    assert resolved["summarizer"]["kind"] == "extractive"
+
+
+def test_config_check_masks_secrets(tmp_path, monkeypatch):
+    path = tmp_path / "c.toml"
+    path.write_text('[summarizer]\napi_key = "sk-very-secret"\n'
+                    '[database]\nurl = "postgresql+psycopg://mood:pw-secret@db.example.org/moods"\n')
+    monkeypatch.setenv("MOOD_POLLER_WIKI_BOT_PASSWORD", "hunter2")
+    r = Cli()("config", "check", "--config", str(path))
+    for secret in ("sk-very-secret", "pw-secret", "hunter2"):
+        assert secret not in r.out
+    resolved = tomllib.loads(r.out)
+    assert resolved["summarizer"]["api_key"] == "***"
+    assert resolved["wiki"]["bot_password"] == "***"
+    assert resolved["database"]["url"] == "postgresql+psycopg://mood:***@db.example.org/moods"
+    as_json = json.loads(Cli()("config", "check", "--config", str(path), "--json").out)
+    assert as_json["summarizer"]["api_key"] == "***"
+
+
+def test_config_check_takes_the_global_config_option_too(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[poller]\ninterval = 2\n")
+    out = Cli(config=str(path))("config", "check").out
+    assert f"# config OK: {path}" in out
+    assert tomllib.loads(out)["poller"]["interval"] == 2.0
+
+
+@pytest.mark.parametrize("body, message", [
+    ("[poller]\ninterval = \"fast\"\n", "poller.interval must be float"),
+    ("[poller]\nintervall = 1\n", "unknown option poller.intervall"),
+    ("[pollers]\n", "unknown section [pollers]"),
+    ("[poller\n", "is not valid TOML"),
+    ("[summarizer]\nkind = \"llm\"\n", "needs summarizer.url and summarizer.model"),
+    ("[wake]\ntodo_pattern = \"https://x/todo\"\n", "must contain {slug}"),
+    ("[tokenizer]\nencoding = \"no_such_encoding\"\n", ""),
+])
+def test_config_check_fails_with_one_line_and_exit_78(tmp_path, body, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(body)
+    r = Cli().fails("config", "check", "--config", str(path))
+    assert r.code == 78
+    assert len(r.err.strip().splitlines()) == 1
+    assert r.err.startswith("mood-poller: ") and message in r.err
+    assert r.out == ""
+
+
+def test_config_check_on_a_missing_file(tmp_path):
+    r = Cli().fails("config", "check", "--config", str(tmp_path / "nope.toml"))
+    assert r.code == 78 and "cannot read" in r.err
+
+
+# -- the example config --------------------------------------------------------------------------
+
+def every_option() -> dict[str, dict]:
+    """Every option ``poller/config.py`` reads, with its default, in the file's layout."""
+    defaults = config.Config()
+    out = {"database": {"url": None}, "tokenizer": {"encoding": defaults.encoding}}
+    for section, cls in config.SECTIONS.items():
+        out[section] = {f.name: getattr(getattr(defaults, section), f.name)
+                        for f in dataclasses.fields(cls)}
+    return out
+
+
+def test_the_example_config_covers_every_option_with_its_default():
+    example = tomllib.loads(EXAMPLE.read_text())
+    wanted = every_option()
+    assert {s: sorted(v) for s, v in example.items()} == {s: sorted(v) for s, v in wanted.items()}
+    for section, values in wanted.items():
+        for key, default in values.items():
+            if default is not None:
+                assert example[section][key] == default, f"{section}.{key}"
+    assert example["database"]["url"] == "sqlite:////var/lib/mood-poller/moods.db"
+
+
+def test_the_example_config_explains_each_option_in_a_comment():
+    lines = EXAMPLE.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if "=" in line and not line.startswith("#") and not line.startswith("["):
+            assert lines[i - 1].startswith("#"), f"no comment above {line!r}"
+
+
+def test_the_example_config_passes_config_check():
+    out = Cli()("config", "check", "--config", str(EXAMPLE)).out
+    assert out.startswith(f"# config OK: {EXAMPLE}")
+    assert tomllib.loads(out)["poller"]["lease"] == 30.0
+
+
+# -- systemd units and the cron line ------------------------------------------------------------
+
+def unit(name: str) -> tuple[configparser.RawConfigParser, dict[str, list[str]]]:
+    """The unit parsed as INI, and every (section.key -> values) with repeats kept."""
+    text = (KIT / name).read_text()
+    parser = configparser.RawConfigParser(strict=False, delimiters=("=",),
+                                          comment_prefixes=("#", ";"))
+    parser.optionxform = str
+    parser.read_string(text)
+    multi: dict[str, list[str]] = {}
+    section = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif line and not line.startswith(("#", ";")):
+            key, _, value = line.partition("=")
+            multi.setdefault(f"{section}.{key}", []).append(value)
+    return parser, multi
+
+
+def test_the_service_unit_runs_the_loop_restarts_on_failure_and_is_hardened():
+    u, multi = unit("mood-poller.service")
+    s = u["Service"]
+    assert s["ExecStart"].split()[-1] == "run" and s["ExecStart"].split()[0].endswith("mood-poller")
+    assert s["Restart"] == "on-failure"
+    assert "78" in s["RestartPreventExitStatus"].split()
+    assert s["User"] == "mood-poller"
+    assert s["NoNewPrivileges"] == "yes" and s["ProtectSystem"] == "strict"
+    assert s["PrivateTmp"] == "yes" and s["ProtectHome"] == "yes"
+    assert "/var/lib/mood-poller" in s["ReadWritePaths"].split()
+    assert s["KillMode"] == "mixed"  # SIGTERM to the poller alone: it ends the turns itself
+    assert float(s["TimeoutStopSec"]) > config.PollerConfig().shutdown_grace + 10
+    assert "MOOD_POLLER_CONFIG=/etc/mood-poller/config.toml" in multi["Service.Environment"]
+    assert u["Install"]["WantedBy"] == "multi-user.target"
+    assert "agent" in (KIT / "mood-poller.service").read_text().lower()  # the note on agents' needs
+
+
+def test_the_timer_and_oneshot_pair_run_tick():
+    svc, _ = unit("mood-poller-tick.service")
+    assert svc["Service"]["Type"] == "oneshot"
+    assert svc["Service"]["ExecStart"].split()[-1] == "tick"
+    assert svc["Service"]["User"] == "mood-poller"
+    assert svc["Service"]["ProtectSystem"] == "strict"
+    timer, _ = unit("mood-poller-tick.timer")
+    t = timer["Timer"]
+    assert t["Unit"] == "mood-poller-tick.service"
+    assert "OnUnitInactiveSec" in t or "OnCalendar" in t
+    assert timer["Install"]["WantedBy"] == "timers.target"
+    assert "Service" not in timer
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze")
+def test_systemd_analyze_finds_nothing_but_the_missing_binary(tmp_path):
+    names = ["mood-poller.service", "mood-poller-tick.service", "mood-poller-tick.timer"]
+    for n in names:
+        shutil.copy(KIT / n, tmp_path / n)
+    r = subprocess.run(["systemd-analyze", "verify", *names], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    problems = [line for line in (r.stdout + r.stderr).splitlines()
+                if line.strip() and "is not executable" not in line
+                and "/opt/mood-poller/bin/mood-poller" not in line]
+    assert problems == []
+
+
+def test_the_crontab_line_runs_tick(cli, sqlite_url):
+    lines = [line for line in (KIT / "mood-poller.cron").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    env = [line for line in lines if "=" in line.split()[0]]
+    (job,) = [line for line in lines if line not in env]
+    fields = job.split(None, 6)
+    assert fields[:5] == ["*"] * 5  # every minute
+    assert fields[5] == "mood-poller"  # /etc/cron.d format: the user
+    argv = shlex.split(fields[6].split(">>")[0])
+    assert argv[0].endswith("/mood-poller") and argv[1:] == ["tick"]
+    assert "MOOD_POLLER_CONFIG=/etc/mood-poller/config.toml" in env
+    # The same arguments are a valid cycle.
+    r = Cli(sqlite_url)(*argv[1:])
+    assert r.code == 0
+
+
+def test_the_kit_files_ship_in_the_wheel():
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    globs = cfg["options.package_data"]["poller.kit"].replace(",", " ").split()
+    for path in KIT.iterdir():
+        if path.name == "__pycache__":
+            continue
+        assert any(fnmatch.fnmatch(path.name, g) for g in globs), path.name
+
+
+# -- logs -----------------------------------------------------------------------------------------
+
+def test_logs_are_one_line_per_decision_and_turn_human_or_json(cli, tmp_path):
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "reply"))
+    cli("tick", "--now", "2026-01-05T09:00:00Z")
+    cli("post", "lobby", "--as", "ada", "--at", "2026-01-05T09:00:01Z", "@bot hi")
+    r = cli("tick", "--now", "2026-01-05T09:00:02Z", "--wait", "--log-json")
+    records = [json.loads(line) for line in r.err.splitlines() if line.strip()]
+    actions = [(x["action"], x.get("code")) for x in records]
+    assert ("decision", "woke") in actions and ("turn_started", None) in actions
+    decision = next(x for x in records if x["action"] == "decision")
+    assert (decision["agent"], decision["mood"], decision["kind"]) == ("bot", "lobby", "mention")
+    cli("post", "lobby", "--as", "ada", "--at", "2026-01-05T09:00:03Z", "@bot again")
+    human = cli("tick", "--now", "2026-01-05T09:00:04Z", "--wait").err
+    assert "bot in lobby: mention woke" in human
+    assert not human.lstrip().startswith("{")
