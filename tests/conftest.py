@@ -28,7 +28,14 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    import logging
+
+    logger = logging.getLogger("poller")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
     yield
+    # `tick`/`run` configure the poller's logger for a terminal; undo that so
+    # pytest's log capture keeps seeing records in later tests.
+    logger.handlers[:], logger.level, logger.propagate = saved
 
 
 @pytest.fixture(scope="session")

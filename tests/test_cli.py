@@ -59,7 +59,7 @@ BAD = [
     (("person", "add", "ADA"), "already taken"),
     (("person", "add", "bad handle!"), "invalid handle"),
     (("person", "add", "x", "--trust", "total"), "total"),
-    (("agent", "add", "bot2"), "needs a command"),
+    (("agent", "add", "bot2"), "exactly one of --command"),
     (("agent", "add", "bot2", "--command", "cat", "--timeout", "-3"), "timeout"),
     (("post", "nowhere", "--as", "ada", "hi"), "no Mood"),
     (("post", "lobby", "--as", "ghost", "hi"), "no person or agent 'ghost'"),
