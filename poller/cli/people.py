@@ -139,9 +139,17 @@ def agent_list(app: App, as_json: bool) -> None:
     if as_json:
         common.echo_json([a.to_json() for a in agents])
         return
-    common.table([[a.handle, a.waker, a.command or a.url or "",
+    common.table([[a.handle, a.waker, a.command or a.url or _claude_target(a),
                    f"{a.timeout:g}s" if a.timeout else "default"] for a in agents],
                  ["HANDLE", "WAKER", "TARGET", "TIMEOUT"])
+
+
+def _claude_target(a) -> str:
+    opts = a.options or {}
+    if a.waker != "claude-code":
+        return ""
+    return " ".join(filter(None, [opts.get("bin", "claude"), opts.get("model") and f"--model {opts['model']}",
+                                  opts.get("session_dir") and f"in {opts['session_dir']}"]))
 
 
 COMMANDS = [person, agent]
