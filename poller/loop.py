@@ -32,7 +32,7 @@ from typing import Callable, Optional
 
 import sqlalchemy as sa
 
-from poller import compose, config as config_mod, gather, law, state, summarize, text, turns
+from poller import compose, config as config_mod, errors, gather, law, state, summarize, text, turns
 from poller.models import Listener, Owed, Participant, Post, Wake
 from poller.store import Store
 from wiki_rules.fallback import BUILT_IN, DialWords
@@ -361,6 +361,8 @@ class Poller:
             if l.hold_reason != decision.reason:
                 l.hold_reason, l.hold_since = decision.reason, now
                 self._hold_note(s, participant.handle, mood, decision, len(owed), now)
+            if decision.reason == "no-free-slot":
+                return now  # a slot frees when any of its turns ends: look each cycle
             return decision.next_due or now + dt.timedelta(seconds=self.cfg.hold_renew)
         return decision.next_due or now + dt.timedelta(seconds=self.cfg.hold_renew)
 
@@ -431,11 +433,15 @@ class Poller:
                 about_id = who.id
                 arrival = compose.Arrival(who.handle, signin.label or who.handle, who.trust)
         seen = max([p.id for p in woke] + [p.id for p in hist] + [0])
+        extras = gather.extras(s, participant.id, mood.id, woke,
+                               {p.id for p in woke} | {p.id for p in hist}, now)
         request = compose.WakeRequest(
             kind=kind, mood=mood.slug, mood_title=mood.title, agent=participant.handle, now=now,
             tools=tools, woke=woke, history=hist, earlier_count=earlier, new_after_id=new_after,
             arrival=arrival, also_asked=gather.also_asked(s, answers, participant.id, agent_ids),
             cut_off=gather.cut_off(s, participant.id, mood.id),
+            settings_changed=extras.settings_changed, handed=extras.handed,
+            refusals=extras.refusals, linked=extras.linked,
             discretion=values["discretion"], verbosity=values["verbosity"],
             dials=self.dials(now), catch_up_tokens=values["catch_up_tokens"])
         wake = compose.compose(request, config=self.config.wake, counter=self.store.counter,
@@ -444,6 +450,7 @@ class Poller:
                              text=wake.text, prompt_tokens=wake.prompt_tokens,
                              dial_source=wake.dial_source, now=now, answers=answers,
                              about_id=about_id, seen_id=seen)
+        gather.taken(s, row.id, extras)  # handed context and refusals go out once
         l.looked_id = max(l.looked_id or 0, seen)
         l.hold_reason, l.hold_since = None, None
         if kind in ("mention", "consider"):
@@ -524,7 +531,18 @@ class Poller:
         waiting_logged = False
         try:
             while not stop.is_set():
-                report = self.tick(clock())
+                try:
+                    report = self.tick(clock())
+                except errors.PollerError:
+                    raise
+                except sa.exc.SQLAlchemyError as exc:
+                    # A lost race with another poller (a deadlock, a duplicate
+                    # first-run cursor) or a blip in the database: the cycle's
+                    # transaction rolled back, so the next cycle simply retries.
+                    log.warning("cycle failed, retrying: %s", str(exc).splitlines()[0],
+                                extra={"action": "cycle_failed"})
+                    stop.wait(interval)
+                    continue
                 if not report.started:
                     if not waiting_logged:
                         log.info("another poller holds the lease (%s); waiting", report.holder,

@@ -63,10 +63,17 @@ def take_lease(s: Session, name: str, holder: str, now: dt.datetime,
     if row is None:
         s.add(Lease(name=name, holder=holder, expires_at=now + length))
         return None
-    if row.holder == holder or row.expires_at <= now:
+    if row.holder == holder or row.expires_at <= now or _holder_dead(row.holder):
         row.holder, row.expires_at = holder, now + length
         return None
     return Lease(name=row.name, holder=row.holder, expires_at=row.expires_at)
+
+
+def _holder_dead(holder: str) -> bool:
+    """A holder on this host whose process is gone (a crash) need not be waited out."""
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    return host == HOST and pid.isdigit() and not pid_alive(int(pid))
 
 
 def drop_lease(s: Session, name: str, holder: str) -> None:
