@@ -1,0 +1,114 @@
+"""Shared helpers of the benchmarks: the machine line, a throwaway database, a world.
+
+Not a benchmark itself (the leading underscore).  Every benchmark runs from a
+checkout with plain ``python bench/NAME.py``; this module puts the checkout on
+``sys.path`` first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from poller import config as config_mod, db, tokens  # noqa: E402
+from poller.models import Agent, Mood, Participant  # noqa: E402
+from poller.store import Store  # noqa: E402
+
+T0 = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.timezone.utc)
+
+CHATTER = [
+    "Sounds good to me. I'll pick up the release notes after lunch, unless someone beats me to it.",
+    "Logs are here: https://ci.example.org/builds/4471/artifacts/log.txt?lines=200-260#L231",
+    "did anyone try the new build on the old laptop? it was slow for me",
+    "ok",
+    "I think the bigger question is whether the to-do page should live on the wiki at all.",
+    "```sql\nSELECT id, text FROM posts WHERE mood_id = ? AND id > ? ORDER BY id LIMIT 200;\n```",
+    "明日の会議は十時からです。資料は共有フォルダにあります。",
+    "🎉 shipped! thanks all",
+    "Let's move the review to Thursday, Wednesday is full of interviews.",
+    "Invoice 0048213377 totals 1234567.89; block 26264741 confirmed.",
+]
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"machine: {platform.platform()}, {model or cpu}, {os.cpu_count()} CPUs, "
+            f"Python {platform.python_version()}, {dt.date.today().isoformat()}")
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="Smaller sizes, for a smoke test.")
+    p.add_argument("--db", metavar="URL", help="Database URL (default: SQLite in a temp dir).")
+    return p
+
+
+def database(url: str | None = None) -> tuple[str, Store, config_mod.Config]:
+    """A fresh, migrated database (SQLite in a new temp dir unless *url* is given)."""
+    if url is None:
+        where = Path(tempfile.mkdtemp(prefix="mood-poller-bench-"))
+        url = f"sqlite:///{where / 'moods.db'}"
+    engine = db.make_engine(url)
+    db.upgrade(engine)
+    cfg = config_mod.Config(db_url=url)
+    return url, Store(engine, tokens.counter(cfg.encoding)), cfg
+
+
+def build_world(store: Store, moods: int, agents: Sequence[str], people: Sequence[str],
+                now: dt.datetime = T0, command: str = "true") -> list[str]:
+    """*moods* Moods (m00000...), people with full trust and command agents, in bulk.
+
+    Moods are inserted in one transaction through the models (the store's
+    ``add_mood`` is one transaction per Mood, which would dominate set-up).
+    """
+    slugs = [f"m{i:05d}" for i in range(moods)]
+    with store.writing() as s:
+        s.add_all(Mood(slug=slug, title=slug, archived=False, created_at=now) for slug in slugs)
+    for handle in people:
+        store.add_person(handle, "full", now)
+    for handle in agents:
+        store.add_agent(handle, now, command=command)
+    return slugs
+
+
+def ingest(store: Store, items: list, batch: int = 2_000) -> list[int]:
+    ids: list[int] = []
+    for i in range(0, len(items), batch):
+        ids += store.add_posts(items[i:i + batch])
+    return ids
+
+
+def median(values: Iterable[float]) -> float:
+    return statistics.median(list(values))
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def quiet_logs() -> None:
+    import logging
+
+    logging.getLogger("poller").setLevel(logging.WARNING)
