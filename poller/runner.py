@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import sqlalchemy as sa
 
@@ -211,6 +212,33 @@ def record_mentions(s, post: Post) -> None:
     s.add_all(Mention(post_id=post.id, participant_id=pid, via="at") for pid in s.scalars(q))
 
 
+SETTLE_ATTEMPTS = 5
+
+
+def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clock) -> str:
+    """Settle, retrying lost races (a deadlock with another poller, a busy file).
+
+    A reply that still cannot be recorded closes the turn as failed, so it is
+    never left "running" for a restart to call cut off.
+    """
+    import sqlalchemy.exc
+
+    for attempt in range(SETTLE_ATTEMPTS):
+        try:
+            return settle_outcome(store, wake_id, outcome, clock())
+        except sqlalchemy.exc.OperationalError as exc:
+            log.warning("settling turn %s failed (attempt %d): %s", wake_id, attempt + 1,
+                        str(exc).splitlines()[0], extra={"action": "settle_retry"})
+            time.sleep(0.2 * 2 ** attempt)
+        except Exception as exc:
+            log.exception("settling turn %s failed", wake_id)
+            failed = wakers.Outcome("failed", error=f"the reply could not be recorded: "
+                                    f"{type(exc).__name__}")
+            return settle_outcome(store, wake_id, failed, clock())
+    failed = wakers.Outcome("failed", error="the reply could not be recorded: database busy")
+    return settle_outcome(store, wake_id, failed, clock())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or not argv[0].isdigit():
@@ -240,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a waker bug must still close the turn
         log.exception("waker failed")
         outcome = wakers.Outcome("failed", error=f"the waker failed: {type(exc).__name__}")
-    status = settle_outcome(store, wake_id, outcome, clock())
+    status = settle_with_retries(store, wake_id, outcome, clock)
     logging.getLogger("poller.runner").info(
         "turn %s %s", wake_id, status,
         extra={"action": "turn_settled", "wake_id": wake_id, "status": status})

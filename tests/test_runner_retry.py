@@ -1,0 +1,36 @@
+"""Settling retries lost races and never leaves a turn running."""
+
+from __future__ import annotations
+
+import sqlalchemy.exc
+
+from poller import runner, wakers
+
+
+def test_settle_retries_a_lost_race_then_records(monkeypatch):
+    calls = []
+
+    def flaky(store, wake_id, outcome, now):
+        calls.append(outcome.status)
+        if len(calls) < 3:
+            raise sqlalchemy.exc.OperationalError("UPDATE", {}, Exception("deadlock detected"))
+        return "replied"
+
+    monkeypatch.setattr(runner, "settle_outcome", flaky)
+    monkeypatch.setattr(runner.time, "sleep", lambda s: None)
+    assert runner.settle_with_retries(None, 1, wakers.Outcome("replied", "hi"), lambda: None) == "replied"
+    assert calls == ["replied"] * 3
+
+
+def test_a_reply_that_cannot_be_recorded_closes_the_turn_as_failed(monkeypatch):
+    seen = []
+
+    def broken(store, wake_id, outcome, now):
+        seen.append(outcome)
+        if outcome.status == "replied":
+            raise ValueError("a bug while applying blocks")
+        return outcome.status
+
+    monkeypatch.setattr(runner, "settle_outcome", broken)
+    assert runner.settle_with_retries(None, 1, wakers.Outcome("replied", "hi"), lambda: None) == "failed"
+    assert "could not be recorded: ValueError" in seen[-1].error
