@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -344,6 +345,9 @@ CONNECT_TIMEOUT_S = 10.0
 CONNECT_BACKOFF_S = 0.5
 
 
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 class HttpWaker:
     """POSTs the wake as JSON; the reply is the JSON ``reply`` field or a text/plain body.
 
@@ -379,9 +383,27 @@ class HttpWaker:
         except Exception as exc:  # a bug here must still end the turn with a reason
             return Outcome("failed", error=f"the HTTP waker failed: {type(exc).__name__}")
 
+    def resolved_headers(self) -> dict[str, str]:
+        """Header values of the form ``${VAR}`` come from the environment at send time,
+        so a credential need be neither on a command line nor in the database."""
+        out = {}
+        for name, value in self.headers.items():
+            m = ENV_REF.fullmatch(value)
+            if m:
+                if m.group(1) not in os.environ:
+                    raise LookupError(f"header {name} needs environment variable {m.group(1)}, "
+                                      "which is not set")
+                value = os.environ[m.group(1)]
+            out[name] = value
+        return out
+
     def _post(self, turn: Turn) -> Outcome:
         import httpx
 
+        try:
+            headers = self.resolved_headers()
+        except LookupError as exc:
+            return Outcome("failed", error=str(exc))
         timeout = httpx.Timeout(turn.timeout, connect=CONNECT_TIMEOUT_S)
         last = ""
         with httpx.Client(timeout=timeout, follow_redirects=False) as client:
@@ -390,7 +412,7 @@ class HttpWaker:
                     time.sleep(CONNECT_BACKOFF_S * attempt)
                 try:
                     with client.stream("POST", self.url, json=self.payload(turn),
-                                       headers=self.headers) as resp:
+                                       headers=headers) as resp:
                         return _http_outcome(resp)
                 except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                     last = f"{type(exc).__name__}: {exc}"[:300]  # nothing was sent: try again

@@ -149,6 +149,15 @@ def test_a_json_reply_and_the_request_it_answers(http_agent):
     assert req["headers"]["Authorization"] == "Bearer s3cret"
 
 
+def test_a_header_value_can_come_from_the_environment(http_agent, monkeypatch):
+    w = wakers.HttpWaker(http_agent.url("ok"), {"Authorization": "${AGENT_TOKEN}"})
+    out = run(w, turn())
+    assert out.status == "failed" and "AGENT_TOKEN" in out.error and http_agent.seen == []
+    monkeypatch.setenv("AGENT_TOKEN", "Bearer from-env")
+    assert run(w, turn()).status == "replied"
+    assert http_agent.seen[-1]["headers"]["Authorization"] == "Bearer from-env"
+
+
 def test_a_text_plain_body_is_the_reply(http_agent):
     out = run(wakers.HttpWaker(http_agent.url("text")), turn())
     assert (out.status, out.reply) == ("replied", "plain words back")

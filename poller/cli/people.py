@@ -68,7 +68,8 @@ def agent() -> None:
 @click.option("--claude-bin", metavar="PATH", help="--claude-code: the claude executable (default: claude).")
 @click.option("--url", metavar="URL", help="POST each wake as JSON to URL; the reply comes back.")
 @click.option("--header", "headers", multiple=True, metavar="K:V",
-              help="--url: a request header (repeatable). Values are kept secret.")
+              help="--url: a request header (repeatable). Values are kept secret; write "
+              "Name:${VAR} to read the value from the poller's environment at send time.")
 @click.option("--timeout", type=float, metavar="SECONDS",
               help="Kill a turn after this long (default: 900 s look-only, no limit with full tools).")
 @click.option("--workdir", type=click.Path(file_okay=False), help="Working directory of the turn.")
