@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import _common
 from _common import REPO
@@ -32,11 +33,14 @@ TARGET_P99 = 1.0
 
 
 def start_run(url: str) -> subprocess.Popen:
+    """``mood-poller run --interval 0.2`` on *url*; its log goes to run.log beside the database
+    (a pipe nobody reads would fill up and stop the poller)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), MOOD_POLLER_DB=url)
     env.pop("MOOD_POLLER_CONFIG", None)
+    log = open(Path(url.removeprefix("sqlite:///")).with_name("run.log"), "w") \
+        if url.startswith("sqlite:///") else subprocess.DEVNULL
     return subprocess.Popen([sys.executable, "-m", "poller", "run", "--interval", "0.2"],
-                            env=env, cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
 
 
 def wait_for_first_cycle(store, proc, timeout: float = 30) -> None:
@@ -46,7 +50,7 @@ def wait_for_first_cycle(store, proc, timeout: float = 30) -> None:
             if s.get(state.Cursor, "posts") is not None:
                 return
         if proc.poll() is not None:
-            raise SystemExit(f"run exited: {proc.stderr.read()}")
+            raise SystemExit(f"run exited with {proc.returncode}: see run.log beside the database")
         time.sleep(0.1)
     raise SystemExit("run did not start its first cycle")
 

@@ -27,7 +27,7 @@ from latency import start_run, wait_for_first_cycle
 import sqlalchemy as sa  # noqa: E402
 
 from poller import state, text  # noqa: E402
-from poller.models import Post, Wake  # noqa: E402
+from poller.models import Owed, Post, Wake  # noqa: E402
 
 MOODS = 10_000
 POSTS = 100_000
@@ -60,7 +60,8 @@ def settled(store) -> tuple[bool, int, int]:
         busy = s.scalar(sa.select(sa.func.count()).select_from(Wake)
                         .where(Wake.status.in_(("pending", "running"))))
         wakes = s.scalar(sa.select(sa.func.count()).select_from(Wake))
-    return (cursor is not None and cursor.value >= newest and busy == 0), wakes, busy
+        owed = s.scalar(sa.select(sa.func.count()).select_from(Owed))
+    return (cursor is not None and cursor.value >= newest and busy == 0 and owed == 0), wakes, busy
 
 
 def ingest_retrying(store, batch) -> float:
