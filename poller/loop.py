@@ -39,7 +39,7 @@ from wiki_rules.fallback import BUILT_IN, DialWords
 
 log = logging.getLogger("poller.loop")
 
-POST_BATCH = 5_000
+POST_BATCH = 1_000  # posts read per cycle: bounds the scan's memory and write-lock time
 DUE_BATCH = 500
 LEASE_NAME = "poller"
 UNSTARTED_GRACE = dt.timedelta(seconds=60)
@@ -137,20 +137,34 @@ class Poller:
                 # New settings may lift holds (listening back on, a cap raised).
                 s.execute(sa.update(Listener).where(Listener.hold_reason.is_not(None))
                           .values(due_at=now))
-            report.posts_read = self._scan_posts(s, now)
-            report.signins_read = self._scan_signins(s, now)
+        # Drain the backlog in batches, each its own short transaction, so a
+        # burst is caught up in one cycle without holding the write lock long.
+        for scan, field in ((self._scan_posts, "posts_read"), (self._scan_signins, "signins_read")):
+            while True:
+                with self._tx() as s:
+                    n = scan(s, now)
+                setattr(report, field, getattr(report, field) + n)
+                if n < POST_BATCH:
+                    break
         if scram is not None:
             report.scram = True
             return
         with self._tx() as s:
-            due = state.due_listeners(s, now, DUE_BATCH)
             agents = {p.id: (p, a) for p, a in state.agent_rows(s)}
-        report.due = len(due)
-        for agent_id, mood_id in due:
-            if agent_id not in agents:
-                continue
+        seen: set[tuple[int, int]] = set()
+        while True:
             with self._tx() as s:
-                self._evaluate(s, agents, agent_id, mood_id, now, report)
+                due = [d for d in state.due_listeners(s, now, DUE_BATCH + len(seen))
+                       if d not in seen]
+            if not due:
+                break
+            for pair in due:
+                seen.add(pair)
+                if pair[0] not in agents:
+                    continue
+                with self._tx() as s:
+                    self._evaluate(s, agents, pair[0], pair[1], now, report)
+        report.due = len(seen)
 
     # -- detect: new posts and sign-ins ---------------------------------------------------
 

@@ -100,7 +100,10 @@ class SettingsCache:
         self._rows: list[settings.Row] = []
         self._memo: dict = {}
 
+    MEMO_MAX = 4096  # resolved (Mood, agent) pairs kept between cycles
+
     def refresh(self, s: Session) -> bool:
+        """Reload the rows if a setting was appended since the last call."""
         newest = max_id(s, Setting.id)
         if newest == self._max:
             return False
@@ -116,6 +119,8 @@ class SettingsCache:
         hit = self._memo.get(key)
         if hit is not None and hit[0] > now:
             return hit[1]
+        if len(self._memo) >= self.MEMO_MAX:
+            self._memo = {}  # a long-running poller must not keep every pair it ever saw
         resolved = settings.resolve(self._rows, mood_id, agent_id, now)
         lapse = min((r.until for r in resolved.values() if r.until), default=None)
         self._memo[key] = (lapse or dt.datetime.max.replace(tzinfo=dt.timezone.utc), resolved)
