@@ -434,3 +434,15 @@ def test_scram_ends_a_running_turn(cli, tmp_path):
     while subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout:
         assert time.monotonic() < deadline, "the agent's processes outlived the emergency stop"
         time.sleep(0.1)
+
+
+def test_a_cycle_that_fails_in_the_database_is_one_line_not_a_traceback(world, sqlite_url):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as c:
+        c.exec_driver_sql("DROP TABLE decisions")  # a damaged database
+    post(world, 1, "ada", "@bot hello?")
+    r = world.fails("tick", "--now", at(2))
+    assert "the cycle failed and was rolled back" in r.err
+    assert len(r.err.strip().splitlines()) == 1

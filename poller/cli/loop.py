@@ -31,8 +31,14 @@ def tick(app: App, now: str | None, wait: bool, dry_run: bool, log_json: bool, v
     logs.setup(log_json, verbose)
     at = common.when(now, "--now")
     poller = _poller(app, detach=not wait)
+    import sqlalchemy as sa
+
     try:
         report = poller.tick(at, dry_run=dry_run)
+    except sa.exc.SQLAlchemyError as exc:
+        # Its transaction rolled back: nothing was half done, the next tick retries.
+        first = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise errors.StoreError(f"the cycle failed and was rolled back: {first}") from exc
     finally:
         poller.release()
     if not report.started:
