@@ -84,8 +84,9 @@ def test_quiet_says_how_long_and_has_no_woke_posts():
 
 def test_arrival_asks_for_something_specific_not_a_stock_welcome():
     text = wake(request("arrival", woke=[])).text
-    assert "Dmitri (@dmitri, trust: full) just signed in" in text
-    assert "only if you have something for them in particular" in text
+    assert "@dmitri (trust: full) just signed in" in text
+    assert 'The sign-in\'s label, as given: "Dmitri"' in text
+    assert "Speak to @dmitri only if you have something for them in particular" in text
 
 
 def test_settings_how_to_only_on_full_tool_turns():
