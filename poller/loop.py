@@ -87,7 +87,6 @@ class Poller:
         self.children: dict[int, subprocess.Popen] = {}
         self.summarizer = summarize.from_config(config.summarizer, store.counter)
         self._dry: Optional[sa.orm.Session] = None
-        self._last_settings_id = -1
 
     # -- transactions ---------------------------------------------------------------
 
@@ -313,7 +312,8 @@ class Poller:
             facts = law.Facts(kind=kind, **base, **self._kind_facts(s, kind, l, participant, owed, now))
             decision = law.decide(facts)
             if decision.outcome == "wake":
-                planned = self._wake(s, kind, l, participant, mood, values, owed, now)
+                planned = self._wake(s, kind, l, participant, mood, values, owed, now,
+                                     agent_ids=set(agents))
                 state.record_decision(s, agent_id, mood_id, kind, "wake", "woke", None, now,
                                       planned.wake_id)
                 report.wakes.append(planned)
@@ -374,7 +374,7 @@ class Poller:
         if decision.outcome == "hold":
             if l.hold_reason != decision.reason:
                 l.hold_reason, l.hold_since = decision.reason, now
-                self._hold_note(s, participant.handle, mood, decision, len(owed), now)
+                self._hold_note(s, participant, mood, decision, len(owed), now)
             if decision.reason == "no-free-slot":
                 return now  # a slot frees when any of its turns ends: look each cycle
             return decision.next_due or now + dt.timedelta(seconds=self.cfg.hold_renew)
@@ -389,16 +389,13 @@ class Poller:
                      "it will answer once a person posts"),
     }
 
-    def _hold_note(self, s, handle: str, mood, decision: law.Decision, count: int,
+    def _hold_note(self, s, participant, mood, decision: law.Decision, count: int,
                    now: dt.datetime) -> None:
         words = self.HOLD_WORDS.get(decision.reason, decision.reason)
         when = f" (until {text.iso(decision.next_due)})" if decision.next_due else ""
         plural = "mention" if count == 1 else "mentions"
-        self.system_post(s, mood.id, self._pid(s, handle),
-                         f"@{handle} is holding {count} {plural}: {words}{when}.", now)
-
-    def _pid(self, s, handle: str) -> int:
-        return s.scalar(sa.select(Participant.id).where(Participant.handle == handle))
+        self.system_post(s, mood.id, participant.id,
+                         f"@{participant.handle} is holding {count} {plural}: {words}{when}.", now)
 
     def system_post(self, s, mood_id: int, sender_id: int, body: str, now: dt.datetime) -> None:
         s.add(Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
@@ -413,8 +410,10 @@ class Poller:
     # -- compose and record -------------------------------------------------------------------
 
     def _wake(self, s, kind: str, l: Listener, participant, mood, values: dict,
-              owed: list[int], now: dt.datetime, force_tools: Optional[str] = None) -> Planned:
-        agent_ids = {p.id for p, _ in state.agent_rows(s)}
+              owed: list[int], now: dt.datetime, force_tools: Optional[str] = None,
+              agent_ids: Optional[set[int]] = None) -> Planned:
+        if agent_ids is None:
+            agent_ids = {p.id for p, _ in state.agent_rows(s)}
         woke: list[compose.WakePost] = []
         arrival = None
         about_id = None
