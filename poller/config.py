@@ -90,6 +90,7 @@ class PollerConfig:
     greet_window: float = 12 * HOUR_S  # arrivals: no greeting twice in this window
     arrival_window: float = 1800.0  # sign-ins older than this are not arrivals
     lease: float = 30.0  # SQLite single-poller lease, renewed each cycle
+    turn_stale: float = 60.0  # a turn on another machine with no heartbeat this long is closed
 
 
 @dataclass(frozen=True)

@@ -527,15 +527,28 @@ class Poller:
                 if w.id in self.children:
                     continue
                 if w.status == "running" and not state.pid_alive(w.runner_pid, "poller.runner"):
-                    turns.close_turn(s, self.store.counter, w, "cut_off", "its turn was cut off: the poller or "
-                               "its runner stopped during the turn", now)
+                    turns.close_turn(s, self.store.counter, w, "cut_off", "its turn was cut off: "
+                                     "the poller or its runner stopped during the turn", now)
                     closed += 1
                 elif w.status == "pending" and w.runner_pid is None and \
                         w.created_at < now - UNSTARTED_GRACE:
                     relaunch.append(w.id)
+            closed += self._close_stale_elsewhere(s, now)
         for wake_id in relaunch:
             self._launch(wake_id, now)
         return closed
+
+    def _close_stale_elsewhere(self, s, now: dt.datetime) -> int:
+        """Close turns another machine left running with no heartbeat (that machine died)."""
+        stale = now - dt.timedelta(seconds=self.cfg.turn_stale)
+        rows = s.scalars(sa.select(Wake).where(
+            Wake.status == "running", Wake.host != state.HOST,
+            sa.func.coalesce(Wake.heartbeat_at, Wake.started_at) < stale)).all()
+        for w in rows:
+            turns.close_turn(s, self.store.counter, w, "cut_off",
+                             f"its turn was cut off: the machine running it ({w.host}) "
+                             f"stopped answering", now)
+        return len(rows)
 
     # -- run ----------------------------------------------------------------------------------------
 

@@ -259,6 +259,7 @@ class Wake(Base):
     seen_id: Mapped[int] = mapped_column(BigInteger, default=0)  # newest post in the wake
     host: Mapped[str] = mapped_column(String(100), default="")
     runner_pid: Mapped[Optional[int]]
+    heartbeat_at: Mapped[Optional[dt.datetime]]  # the runner says it is alive (migration 0004)
     agent_pgid: Mapped[Optional[int]]
     reply_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
     error: Mapped[str] = mapped_column(Text, default="")

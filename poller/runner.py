@@ -52,6 +52,7 @@ def claim(store: Store, wake_id: int, now: dt.datetime):
         if w is None or w.status != "pending":
             return None
         w.status, w.started_at, w.runner_pid, w.host = "running", now, os.getpid(), state.HOST
+        w.heartbeat_at = now
         p = s.get(Participant, w.agent_id)
         a = s.get(Agent, w.agent_id)
         m = s.get(Mood, w.mood_id)
@@ -61,6 +62,20 @@ def claim(store: Store, wake_id: int, now: dt.datetime):
         kept = s.get(AgentSession, (w.agent_id, w.mood_id))
         return (agent, m.slug, w.kind, w.tools, w.text, tuple(state.answers(s, w.id)),
                 kept.session_id if kept else None)
+
+
+HEARTBEAT_S = 10.0
+
+
+def heartbeat(store: Store, wake_id: int, clock, done: threading.Event, every: float) -> None:
+    """Mark the turn alive every few seconds until it ends, for pollers on other machines."""
+    while not done.wait(every):
+        try:
+            with store.writing() as s:
+                s.execute(sa.update(Wake).where(Wake.id == wake_id, Wake.status == "running")
+                          .values(heartbeat_at=clock()))
+        except Exception:  # a missed beat is harmless; the next one may land
+            log.warning("turn %s: heartbeat failed", wake_id, extra={"action": "heartbeat_failed"})
 
 
 def record_pgid(store: Store, wake_id: int, pgid: int) -> None:
@@ -262,12 +277,17 @@ def main(argv: list[str] | None = None) -> int:
     turn = wakers.Turn(wake_id, agent.handle, slug, kind, tools, body, answers,
                        timeout=timeout_for(agent, tools, cfg.poller), workdir=agent.workdir,
                        session=session)
+    done = threading.Event()
+    every = min(HEARTBEAT_S, cfg.poller.turn_stale / 4)
+    threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every),
+                     daemon=True).start()
     try:
         outcome = wakers.for_agent(agent).run(turn, lambda pgid: record_pgid(store, wake_id, pgid),
                                              cancel)
     except Exception as exc:  # a waker bug must still close the turn
         log.exception("waker failed")
         outcome = wakers.Outcome("failed", error=f"the waker failed: {type(exc).__name__}")
+    done.set()
     status = settle_with_retries(store, wake_id, outcome, clock)
     logging.getLogger("poller.runner").info(
         "turn %s %s", wake_id, status,

@@ -20,7 +20,8 @@ CLOCK_OFFSET_ENV = "MOOD_POLLER_CLOCK_OFFSET"
 
 def close_turn(s, counter, w: Wake, status: str, why: str, now: dt.datetime) -> None:
     """Close a turn that did not finish normally, with a system post saying so."""
-    if w.agent_pgid and state.group_alive(w.agent_pgid):
+    # A process group id means something only on the machine that ran the turn.
+    if w.host == state.HOST and w.agent_pgid and state.group_alive(w.agent_pgid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(w.agent_pgid, signal.SIGKILL)
     w.status, w.finished_at, w.error = status, now, why

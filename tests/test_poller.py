@@ -446,3 +446,49 @@ def test_a_cycle_that_fails_in_the_database_is_one_line_not_a_traceback(world, s
     r = world.fails("tick", "--now", at(2))
     assert "the cycle failed and was rolled back" in r.err
     assert len(r.err.strip().splitlines()) == 1
+
+
+def test_turns_another_machine_left_running_are_closed_when_its_heartbeat_stops(world, sqlite_url):
+    import sqlalchemy as sa
+    from sqlalchemy.orm import Session
+
+    from poller.models import Mood, Participant, Wake
+
+    engine = sa.create_engine(sqlite_url)
+    with Session(engine) as s, s.begin():
+        bot = s.scalar(sa.select(Participant.id).where(Participant.handle == "bot"))
+        lobby = s.scalar(sa.select(Mood.id).where(Mood.slug == "lobby"))
+        for beat in (5, 90):
+            s.add(Wake(agent_id=bot, mood_id=lobby, kind="mention", tools="look", status="running",
+                       created_at=T0, started_at=T0, text="x", host="elsewhere", runner_pid=1,
+                       agent_pgid=1, heartbeat_at=T0 + dt.timedelta(seconds=beat)))
+    tick(world, 100)  # turn_stale is 60 s: a heartbeat at +5 s is stale, one at +90 s is not
+    ws = wakes(world)
+    assert [w["status"] for w in ws] == ["cut_off", "running"]
+    assert "elsewhere" in ws[0]["error"]
+
+
+def test_a_running_turn_beats_its_heartbeat(cli, tmp_path, sqlite_url):
+    import time
+
+    import sqlalchemy as sa
+
+    config = tmp_path / "config.toml"
+    config.write_text("[poller]\nturn_stale = 2.0\n")
+    c = type(cli)(sqlite_url, str(config))
+    c("mood", "add", "lobby")
+    c("person", "add", "ada", "--trust", "full")
+    c("agent", "add", "bot", "--command", agent_command(tmp_path, "slow", "2"))
+    c("tick", "--now", at(0))
+    post(c, 1, "ada", "@bot take two seconds")
+    c("tick", "--now", at(2))
+    engine = sa.create_engine(sqlite_url)
+    deadline = time.monotonic() + 15
+    while True:
+        with engine.connect() as conn:
+            started, beat = conn.exec_driver_sql(
+                "SELECT started_at, heartbeat_at FROM wakes").one()
+        if started and beat and beat > started:
+            break
+        assert time.monotonic() < deadline, "the runner never marked its turn alive"
+        time.sleep(0.1)
