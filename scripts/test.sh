@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi micro-httpd)
+DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi php8.2-cli micro-httpd)
 missing=()
 for deb in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")
