@@ -345,7 +345,9 @@ class Poller:
                 lo = l.last_person_id if l.last_person_id and l.last_person_id < newest else 0
                 if l.last_person_id and l.last_person_id > newest:
                     return {"bot_chain": 0}  # a person spoke since: the loop is broken
-                return {"bot_chain": state.agent_posts_between(s, l.mood_id, lo, newest) - 1}
+                chain = state.agent_posts_between(s, l.mood_id, lo, newest,
+                                                  self.cfg.bot_chain_cap + 1)
+                return {"bot_chain": chain - 1}
             return {}
         if kind == "arrival":
             signin = s.get(state.SignIn, l.arrival_signin_id)

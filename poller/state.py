@@ -366,12 +366,13 @@ def greeted_since(s: Session, agent_id: int, mood_id: int, who_id: int,
     return s.scalar(q) is not None
 
 
-def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int) -> int:
-    q = (sa.select(sa.func.count()).select_from(Post)
-         .join(Participant, Participant.id == Post.sender_id)
-         .where(Post.mood_id == mood_id, Post.id > lo, Post.id <= hi,
-                Participant.kind == "agent", Post.kind == "post"))
-    return s.scalar(q) or 0
+def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int, limit: int) -> int:
+    """Agents' posts in (lo, hi], counted up to *limit* (the newest first)."""
+    inner = (sa.select(Post.id).join(Participant, Participant.id == Post.sender_id)
+             .where(Post.mood_id == mood_id, Post.id > lo, Post.id <= hi,
+                    Participant.kind == "agent", Post.kind == "post")
+             .order_by(Post.id.desc()).limit(limit).subquery())
+    return s.scalar(sa.select(sa.func.count()).select_from(inner)) or 0
 
 
 def mood_row(s: Session, mood_id: int) -> Mood:
