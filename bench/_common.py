@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from poller import config as config_mod, db, tokens  # noqa: E402
-from poller.models import Agent, Mood, Participant  # noqa: E402
+from poller.models import Mood  # noqa: E402
 from poller.store import Store  # noqa: E402
 
 T0 = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.timezone.utc)

@@ -27,7 +27,7 @@ import _common
 
 import sqlalchemy as sa  # noqa: E402
 
-from poller import loop, runner, text, wakers  # noqa: E402
+from poller import loop, runner, wakers  # noqa: E402
 from poller.models import Wake  # noqa: E402
 
 DAY0 = dt.datetime(2026, 3, 2, 0, 0, tzinfo=dt.timezone.utc)
@@ -122,7 +122,6 @@ def main() -> None:
 
     with store.reading() as s:
         rows = s.execute(sa.select(Wake.kind, Wake.prompt_tokens, Wake.status)).all()
-    by_kind = collections.Counter(k for k, _, _ in rows)
     tokens = [t for _, t, _ in rows]
     total = sum(tokens)
     print(f"simulated day: {moods} Moods, {len(PEOPLE)} people, {len(AGENTS)} agents, "

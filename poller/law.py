@@ -13,7 +13,7 @@ block ends); the unprompted kinds are deferred or skipped instead.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from poller.text import iso

@@ -138,11 +138,11 @@ class Poller:
                           .values(due_at=now))
         # Drain the backlog in batches, each its own short transaction, so a
         # burst is caught up in one cycle without holding the write lock long.
-        for scan, field in ((self._scan_posts, "posts_read"), (self._scan_signins, "signins_read")):
+        for scan, counter in ((self._scan_posts, "posts_read"), (self._scan_signins, "signins_read")):
             while True:
                 with self._tx() as s:
                     n = scan(s, now)
-                setattr(report, field, getattr(report, field) + n)
+                setattr(report, counter, getattr(report, counter) + n)
                 if n < POST_BATCH:
                     break
         if scram is not None:

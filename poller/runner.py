@@ -30,7 +30,7 @@ from poller import (blocks, config as config_mod, db, errors, settings, settle, 
 from poller.turns import CLOCK_OFFSET_ENV, after_turn, close_turn
 from poller.models import (Agent, AgentSession, Handoff, Mood, Owed, Participant, Post,
                            Refusal, Setting, Turn, Wake)
-from poller.store import Store
+from poller.store import Store, record_mentions
 
 log = logging.getLogger("poller.runner")
 
@@ -214,17 +214,6 @@ def apply_handoff(s, counter, w: Wake, h: blocks.Handoff, now: dt.datetime) -> s
     log.info("%s handed context from %s to %s", handle, src.slug, dst.slug,
              extra={"action": "handoff", "wake_id": w.id, "from": src.slug, "to": dst.slug})
     return ""
-
-
-def record_mentions(s, post: Post) -> None:
-    from poller.models import Mention
-
-    keys = text.mentioned_keys(post.text)
-    if not keys:
-        return
-    q = sa.select(Participant.id).where(Participant.handle_key.in_(keys),
-                                        Participant.id != post.sender_id)
-    s.add_all(Mention(post_id=post.id, participant_id=pid, via="at") for pid in s.scalars(q))
 
 
 SETTLE_ATTEMPTS = 5

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from poller import errors, models, settings, text, tokens, values
+from poller import errors, settings, text, tokens, values
 from poller.models import Agent, Mention, Mood, Participant, Post, Setting, SignIn
 
 TRUST_LEVELS = ("full", "look", "none")
@@ -214,17 +214,8 @@ class Store:
                     kind=kind, reply_to=reply_to, tokens=n_tokens)
         s.add(post)
         s.flush()
-        mentioned: dict[int, str] = {}
         if kind == "post":
-            keys = text.mentioned_keys(body)
-            if keys:
-                q = sa.select(Participant.id).where(Participant.handle_key.in_(keys))
-                mentioned.update({pid: "at" for pid in s.scalars(q)})
-            if target_sender is not None and target_sender not in mentioned:
-                mentioned[target_sender] = "reply"
-        mentioned.pop(who.id, None)  # nobody mentions themselves
-        s.add_all(Mention(post_id=post.id, participant_id=pid, via=via)
-                  for pid, via in mentioned.items())
+            record_mentions(s, post, target_sender)
         s.flush()
         return values.PostInfo(post.id, mood.slug, who.handle, who.kind, now, body, kind,
                                reply_to, n_tokens)
@@ -325,3 +316,17 @@ class Store:
             sa.or_(Setting.agent_id.is_(None), Setting.agent_id == agent_id))
         rows = [settings.Row(*r) for r in s.execute(q)]
         return settings.resolve(rows, mood_id, agent_id, now)
+
+
+def record_mentions(s: Session, post: Post, replied_to: Optional[int] = None) -> None:
+    """Record whom a post names with ``@handle`` (and whose post it replies to)."""
+    mentioned: dict[int, str] = {}
+    keys = text.mentioned_keys(post.text)
+    if keys:
+        q = sa.select(Participant.id).where(Participant.handle_key.in_(keys))
+        mentioned.update({pid: "at" for pid in s.scalars(q)})
+    if replied_to is not None and replied_to not in mentioned:
+        mentioned[replied_to] = "reply"
+    mentioned.pop(post.sender_id, None)  # nobody mentions themselves
+    s.add_all(Mention(post_id=post.id, participant_id=pid, via=via)
+              for pid, via in mentioned.items())

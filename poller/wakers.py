@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import re
-import shlex
 import signal
 import subprocess
 import threading
