@@ -73,7 +73,7 @@ class SummarizerConfig:
     url: str = ""  # OpenAI-compatible base URL, e.g. http://127.0.0.1:8080
     model: str = ""
     api_key: str = field(default="", repr=False)  # secret; or env MOOD_POLLER_SUMMARIZER_API_KEY
-    timeout: float = 10.0
+    timeout: float = 5.0  # seconds; the summary is made while the wake is being recorded
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from poller import errors
 
-SQLITE_BUSY_TIMEOUT_MS = 10_000
+SQLITE_BUSY_TIMEOUT_MS = 30_000  # longer than any one write the loop makes, LLM summary included
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
