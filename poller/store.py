@@ -16,6 +16,7 @@ from typing import Iterator, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from poller import errors, settings, text, tokens, values
@@ -330,3 +331,23 @@ def record_mentions(s: Session, post: Post, replied_to: Optional[int] = None) ->
     mentioned.pop(post.sender_id, None)  # nobody mentions themselves
     s.add_all(Mention(post_id=post.id, participant_id=pid, via=via)
               for pid, via in mentioned.items())
+
+
+# -- Append-only tables read by cursor ---------------------------------------------------
+#
+# The loop reads posts, sign-ins and settings past the highest id it has seen.
+# On PostgreSQL an id is handed out at INSERT but becomes visible at COMMIT, so
+# two writers could commit ids out of order and a cursor could skip the one
+# that committed late.  Every transaction that inserts into these tables first
+# takes one transaction-scoped advisory lock, so their ids commit in order.
+# (SQLite needs nothing: it has one writer at a time.)
+
+CURSOR_TABLES_LOCK = 7_351_001  # an arbitrary application-wide advisory lock key
+
+
+@event.listens_for(Session, "before_flush")
+def _serialise_cursor_tables(session: Session, _context, _instances) -> None:
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    if any(isinstance(obj, (Post, SignIn, Setting)) for obj in session.new):
+        session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": CURSOR_TABLES_LOCK})

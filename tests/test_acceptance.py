@@ -180,3 +180,44 @@ def test_two_pollers_on_postgresql_answer_every_mention_exactly_once(pg_url, tmp
     assert all("turn_started" in l or "started (runner pid" in l for l in logs), \
         "both pollers should have taken a share of the work"
     engine.dispose()
+
+
+def test_postgresql_posts_committed_out_of_order_are_never_skipped(pg_url, tmp_path):
+    import threading
+
+    from poller import db
+    from poller.store import Store
+    from poller.text import utcnow
+
+    cli = Cli(pg_url)
+    cli("init")
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "reply"))
+    cli("set", "considers_per_hour", "0")
+    cli("tick")
+    store = Store(db.make_engine(pg_url))
+    inserted, release = threading.Event(), threading.Event()
+
+    def slow_writer():
+        with store.writing() as s:  # the mention's transaction stays open a while
+            store._insert_post(s, store._mood(s, "lobby"), store._participant(s, "ada"),
+                               "@bot the slow one", utcnow(), None, "post", 4)
+            inserted.set()
+            release.wait(10)
+
+    slow = threading.Thread(target=slow_writer)
+    slow.start()
+    inserted.wait(10)
+    fast = threading.Thread(target=lambda: store.add_post("lobby", "ada", "a quick one", utcnow()))
+    fast.start()
+    time.sleep(0.5)
+    cli("tick")  # runs while the slow post is not yet committed
+    release.set()
+    slow.join(10)
+    fast.join(10)
+    cli("tick", "--wait")
+    ws = wakes(cli)
+    posts = {p["text"]: p["id"] for p in json.loads(cli("posts", "lobby", "--json").out)}
+    assert [w["answers"] for w in ws] == [[posts["@bot the slow one"]]]
+    store.engine.dispose()
