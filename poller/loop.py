@@ -201,9 +201,11 @@ class Poller:
         values = self.settings.values(mood_id, agent_id, now)
         idle = dt.timedelta(seconds=values["idle_after"])
         if sender_id == agent_id:
-            # The agent spoke (or chose silence): it has read everything so far.
-            l.looked_id = max(l.looked_id or 0, post_id)
-            l.consider_from_id, l.consider_due_at = 0, None
+            # The agent spoke (or chose silence) after reading up to looked_id
+            # (set when its wake was made): people's posts that came in during
+            # its turn are still unread and stay up for a consider.
+            if l.consider_from_id and l.consider_from_id <= (l.looked_id or 0):
+                l.consider_from_id, l.consider_due_at = 0, None
             if kind == "post":
                 l.quiet_backoff = 0
                 l.last_post_at = created_at

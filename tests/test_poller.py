@@ -492,3 +492,25 @@ def test_a_running_turn_beats_its_heartbeat(cli, tmp_path, sqlite_url):
             break
         assert time.monotonic() < deadline, "the runner never marked its turn alive"
         time.sleep(0.1)
+
+
+def test_posts_made_during_a_turn_are_still_considered(cli, tmp_path):
+    import time
+
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("person", "add", "bob", "--trust", "full")
+    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "slow", "2"))
+    cli("set", "cooldown", "0")
+    cli("tick", "--now", at(0))
+    post(cli, 1, "ada", "anyone tried the new build?")
+    cli("tick", "--now", at(12))  # a consider; the agent takes 2 s
+    post(cli, 13, "bob", "and should we ship on friday?")  # while it is at work
+    deadline = time.monotonic() + 20
+    while any(w["status"] in ("pending", "running") for w in wakes(cli)):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    tick(cli, 30)
+    ws = wakes(cli)
+    assert [w["kind"] for w in ws] == ["consider", "consider"]
+    assert "should we ship on friday?" in wakes_seen(tmp_path)[-1]["text"]
