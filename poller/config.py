@@ -91,6 +91,7 @@ class PollerConfig:
     arrival_window: float = 1800.0  # sign-ins older than this are not arrivals
     lease: float = 30.0  # SQLite single-poller lease, renewed each cycle
     turn_stale: float = 60.0  # a turn on another machine with no heartbeat this long is closed
+    agent_env: str = ""  # comma-separated variables passed to agents beyond PATH, HOME, LANG...
 
 
 @dataclass(frozen=True)

@@ -122,9 +122,6 @@ class Poller:
                 self._dry.rollback()
                 self._dry.close()
                 self._dry = None
-        if not dry_run:
-            for planned in report.wakes:
-                self._launch(planned.wake_id, now)
         return report
 
     def _cycle(self, now: dt.datetime, report: TickReport) -> None:
@@ -161,8 +158,14 @@ class Poller:
                 seen.add(pair)
                 if pair[0] not in agents:
                     continue
+                before = len(report.wakes)
                 with self._tx() as s:
                     self._evaluate(s, agents, pair[0], pair[1], now, report)
+                if self._dry is None:
+                    # Committed: start the turn now, so a later failure in this
+                    # cycle cannot leave a recorded wake waiting.
+                    for planned in report.wakes[before:]:
+                        self._launch(planned.wake_id, now)
         report.due = len(seen)
 
     # -- detect: new posts and sign-ins ---------------------------------------------------
@@ -273,6 +276,8 @@ class Poller:
         listeners = state.listeners_for(s, {(a, r.mood_id) for r in fresh for a in agent_ids})
         for r in fresh:
             for a in agent_ids:
+                if r.participant_id == a:
+                    continue  # its own sign-in would only be skipped; don't let it displace one
                 l = listeners[(a, r.mood_id)]
                 l.arrival_signin_id = r.id
                 l.due_at = now if l.due_at is None else min(l.due_at, now)
@@ -525,8 +530,10 @@ class Poller:
         closed = 0
         relaunch = []
         with self.store.writing() as s:
-            rows = s.scalars(sa.select(Wake).where(Wake.status.in_(state.IN_FLIGHT),
-                                                   Wake.host == state.HOST)).all()
+            # Locked and skipped when busy: a runner settling its turn right now
+            # holds its row, and another poller recovering holds the rest.
+            rows = s.scalars(state.skip_locked(s, sa.select(Wake).where(
+                Wake.status.in_(state.IN_FLIGHT), Wake.host == state.HOST))).all()
             for w in rows:
                 if w.id in self.children:
                     continue
@@ -538,6 +545,12 @@ class Poller:
                         w.created_at < now - UNSTARTED_GRACE:
                     relaunch.append(w.id)
             closed += self._close_stale_elsewhere(s, now)
+            # A wake recorded by a poller elsewhere (or under an old host name)
+            # that died before starting it: start it here; the runner's claim
+            # makes sure only one poller ever does.
+            relaunch += s.scalars(sa.select(Wake.id).where(
+                Wake.status == "pending", Wake.host != state.HOST, Wake.runner_pid.is_(None),
+                Wake.created_at < now - UNSTARTED_GRACE)).all()
         for wake_id in relaunch:
             self._launch(wake_id, now)
         return closed
@@ -545,9 +558,9 @@ class Poller:
     def _close_stale_elsewhere(self, s, now: dt.datetime) -> int:
         """Close turns another machine left running with no heartbeat (that machine died)."""
         stale = now - dt.timedelta(seconds=self.cfg.turn_stale)
-        rows = s.scalars(sa.select(Wake).where(
+        rows = s.scalars(state.skip_locked(s, sa.select(Wake).where(
             Wake.status == "running", Wake.host != state.HOST,
-            sa.func.coalesce(Wake.heartbeat_at, Wake.started_at) < stale)).all()
+            sa.func.coalesce(Wake.heartbeat_at, Wake.started_at) < stale))).all()
         for w in rows:
             turns.close_turn(s, self.store.counter, w, "cut_off",
                              f"its turn was cut off: the machine running it ({w.host}) "

@@ -67,13 +67,21 @@ def claim(store: Store, wake_id: int, now: dt.datetime):
 HEARTBEAT_S = 10.0
 
 
-def heartbeat(store: Store, wake_id: int, clock, done: threading.Event, every: float) -> None:
-    """Mark the turn alive every few seconds until it ends, for pollers on other machines."""
+def heartbeat(store: Store, wake_id: int, clock, done: threading.Event, every: float,
+              cancel: threading.Event) -> None:
+    """Mark the turn alive every few seconds until it ends, for pollers on other machines.
+
+    If the turn is no longer running (an emergency stop, or a poller elsewhere
+    closed it), end it here too.
+    """
     while not done.wait(every):
         try:
             with store.writing() as s:
-                s.execute(sa.update(Wake).where(Wake.id == wake_id, Wake.status == "running")
-                          .values(heartbeat_at=clock()))
+                hit = s.execute(sa.update(Wake).where(Wake.id == wake_id, Wake.status == "running")
+                                .values(heartbeat_at=clock())).rowcount
+            if hit == 0:
+                cancel.set()
+                return
         except Exception:  # a missed beat is harmless; the next one may land
             log.warning("turn %s: heartbeat failed", wake_id, extra={"action": "heartbeat_failed"})
 
@@ -94,7 +102,7 @@ def timeout_for(agent, tools: str, cfg: config_mod.PollerConfig):
 def settle_outcome(store: Store, wake_id: int, outcome: wakers.Outcome, now: dt.datetime) -> str:
     """Record how the turn ended; returns the wake's final status."""
     with store.writing() as s:
-        w = s.get(Wake, wake_id)
+        w = s.scalar(state.for_update(s, sa.select(Wake).where(Wake.id == wake_id)))
         if w.status != "running":
             return w.status  # already closed (an emergency stop got there first)
         keep_session(s, w, outcome, now)
@@ -265,10 +273,11 @@ def main(argv: list[str] | None = None) -> int:
     agent, slug, kind, tools, body, answers, session = claimed
     turn = wakers.Turn(wake_id, agent.handle, slug, kind, tools, body, answers,
                        timeout=timeout_for(agent, tools, cfg.poller), workdir=agent.workdir,
-                       session=session)
+                       session=session,
+                       pass_env=tuple(n.strip() for n in cfg.poller.agent_env.split(",") if n.strip()))
     done = threading.Event()
     every = min(HEARTBEAT_S, cfg.poller.turn_stale / 4)
-    threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every),
+    threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every, cancel),
                      daemon=True).start()
     try:
         outcome = wakers.for_agent(agent).run(turn, lambda pgid: record_pgid(store, wake_id, pgid),

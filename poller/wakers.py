@@ -46,6 +46,7 @@ class Turn:
     timeout: Optional[float] = None  # seconds; None: no limit
     workdir: Optional[str] = None
     session: Optional[str] = None  # a resumable session id, for wakers that have one
+    pass_env: tuple[str, ...] = ()  # extra environment variables the agent may see
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,19 @@ class Outcome:
     cost: Optional[float] = None
 
 
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR")
+
+
 def turn_env(turn: Turn) -> dict[str, str]:
-    """The agent's environment: ours, minus the poller's own (secret-bearing) variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOOD_POLLER")}
+    """The agent's environment: a short allowlist plus what the operator names.
+
+    The poller's environment holds secrets (database URLs, header tokens, API
+    keys); an agent, even on a look-only turn started by anyone's post, gets
+    only ``BASE_ENV``, ``LC_*``, ``XDG_*`` and the names in ``poller.agent_env``.
+    """
+    allowed = set(BASE_ENV) | set(turn.pass_env)
+    env = {k: v for k, v in os.environ.items()
+           if (k in allowed or k.startswith(("LC_", "XDG_"))) and not k.startswith("MOOD_POLLER")}
     env.update(MOOD_WAKE_ID=str(turn.wake_id), MOOD_AGENT=turn.agent, MOOD_SLUG=turn.mood,
                MOOD_WAKE_KIND=turn.kind, MOOD_TOOLS=turn.tools)
     return env

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import sys
 
 import pytest
 
@@ -197,7 +199,8 @@ def test_arrival_and_its_skip_rules(world, tmp_path):
     assert why(world)["decisions"]["arrival"]["code"] == "skipped:spoke-recently"
     world("signin", "bot", "--mood", "lobby", "--at", at(400))
     tick(world, 401)
-    assert why(world)["decisions"]["arrival"]["code"] == "skipped:arrival-is-self"
+    # Its own sign-in is no arrival for it: nothing is decided, nothing displaced.
+    assert why(world)["decisions"]["arrival"]["code"] == "skipped:spoke-recently"
     world("person", "add", "dee")
     world("set", "discretion", "reserved", "--mood", "lobby")
     world("signin", "dee", "--mood", "lobby", "--at", at(500))
@@ -444,7 +447,7 @@ def test_a_cycle_that_fails_in_the_database_is_one_line_not_a_traceback(world, s
         c.exec_driver_sql("DROP TABLE decisions")  # a damaged database
     post(world, 1, "ada", "@bot hello?")
     r = world.fails("tick", "--now", at(2))
-    assert "the cycle failed and was rolled back" in r.err
+    assert "the cycle stopped partway" in r.err
     assert len(r.err.strip().splitlines()) == 1
 
 
@@ -514,3 +517,74 @@ def test_posts_made_during_a_turn_are_still_considered(cli, tmp_path):
     ws = wakes(cli)
     assert [w["kind"] for w in ws] == ["consider", "consider"]
     assert "should we ship on friday?" in wakes_seen(tmp_path)[-1]["text"]
+
+
+def test_agents_see_only_an_allowlisted_environment(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_TOKEN", "s3cret")
+    monkeypatch.setenv("PGPASSWORD", "pw")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    config = tmp_path / "config.toml"
+    config.write_text('[poller]\nagent_env = "ANTHROPIC_API_KEY"\n')
+    c = type(cli)(cli.db_url, str(config))
+    script = tmp_path / "envdump.py"
+    script.write_text("import json, os, sys\nsys.stdin.read()\nprint(json.dumps(sorted(os.environ)))\n")
+    c("mood", "add", "lobby")
+    c("person", "add", "ada", "--trust", "full")
+    c("agent", "add", "bot", "--command", f"{sys.executable} {script}")
+    c("tick", "--now", at(0))
+    post(c, 1, "ada", "@bot what can you see?")
+    tick(c, 2)
+    seen = json.loads(posts(c)[-1]["text"])
+    assert "ANTHROPIC_API_KEY" in seen and "PATH" in seen and "MOOD_WAKE_ID" in seen
+    assert not {"AGENT_TOKEN", "PGPASSWORD"} & set(seen)
+    assert not [k for k in seen if k.startswith("MOOD_POLLER")]
+
+
+def test_a_wake_a_dead_poller_elsewhere_never_started_is_started_here(world, tmp_path, monkeypatch):
+    from poller import loop, state
+
+    p = post(world, 1, "ada", "@bot hello?")
+    real = state.HOST
+    with monkeypatch.context() as m:  # a poller on another machine records it, then dies
+        m.setattr(state, "HOST", "old-container")
+        m.setattr(loop.Poller, "_launch", lambda self, wake_id, now: (_ for _ in ()).throw(SystemExit(137)))
+        world("tick", "--now", at(2), ok=False)
+    assert state.HOST == real and wakes(world)[0]["status"] == "pending"
+    tick(world, 30)  # within the grace period: it may still be starting over there
+    assert wakes(world)[0]["status"] == "pending"
+    tick(world, 120)
+    (w,) = wakes(world)
+    assert w["status"] == "replied" and w["answers"] == [p]
+
+
+def test_an_emergency_stop_set_elsewhere_ends_the_turn_through_its_heartbeat(cli, tmp_path, monkeypatch):
+    import time
+
+    from poller import state
+
+    config = tmp_path / "config.toml"
+    config.write_text("[poller]\nturn_stale = 2.0\n")  # heartbeat every 0.5 s
+    c = type(cli)(cli.db_url, str(config))
+    c("mood", "add", "lobby")
+    c("person", "add", "ada", "--trust", "full")
+    c("agent", "add", "bot", "--command", agent_command(tmp_path, "slow", "30"))
+    c("tick", "--now", at(0))
+    post(c, 1, "ada", "@bot a long job")
+    c("tick", "--now", at(2))
+    deadline = time.monotonic() + 20
+    while not wakes_seen(tmp_path):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    agent_pid = wakes_seen(tmp_path)[0]["pid"]
+    with monkeypatch.context() as m:
+        m.setattr(state, "HOST", "machine-b")  # the stop is set on another machine
+        c("scram", "--by", "ada")
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(agent_pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the agent outlived the emergency stop"
+        time.sleep(0.1)
+    assert wakes(c)[0]["status"] == "cut_off"

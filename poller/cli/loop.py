@@ -36,9 +36,11 @@ def tick(app: App, now: str | None, wait: bool, dry_run: bool, log_json: bool, v
     try:
         report = poller.tick(at, dry_run=dry_run)
     except sa.exc.SQLAlchemyError as exc:
-        # Its transaction rolled back: nothing was half done, the next tick retries.
+        # The step that failed was rolled back; what committed before it stands
+        # (wakes recorded were started), and the next tick carries on.
         first = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-        raise errors.StoreError(f"the cycle failed and was rolled back: {first}") from exc
+        raise errors.StoreError(f"the cycle stopped partway (its failed step was rolled back): "
+                                f"{first}") from exc
     finally:
         poller.release()
     if not report.started:
