@@ -279,7 +279,9 @@ class Poller:
                 if r.participant_id == a:
                     continue  # its own sign-in would only be skipped; don't let it displace one
                 l = listeners[(a, r.mood_id)]
-                l.arrival_signin_id = r.id
+                # The oldest sign-in not yet dealt with waits first; the ones
+                # after it are taken in turn (see _next_arrival).
+                l.arrival_signin_id = l.arrival_signin_id or r.id
                 l.due_at = now if l.due_at is None else min(l.due_at, now)
         cur.value, cur.at = rows[-1].id, now
         return len(rows)
@@ -374,7 +376,7 @@ class Poller:
         """Apply a non-wake decision to the listener; returns when to look again."""
         if decision.outcome == "skip":
             if kind == "arrival":
-                l.arrival_signin_id = 0
+                l.arrival_signin_id = self._next_arrival(s, l, now)
             elif kind == "consider":
                 l.consider_from_id, l.consider_due_at = 0, None
             elif kind == "quiet":
@@ -388,6 +390,13 @@ class Poller:
                 return now  # a slot frees when any of its turns ends: look each cycle
             return decision.next_due or now + dt.timedelta(seconds=self.cfg.hold_renew)
         return decision.next_due or now + dt.timedelta(seconds=self.cfg.hold_renew)
+
+    def _next_arrival(self, s, l: Listener, now: dt.datetime) -> int:
+        """The sign-in after the one just dealt with, still fresh and not the agent's own."""
+        since = now - dt.timedelta(seconds=self.cfg.arrival_window)
+        return s.scalar(sa.select(sa.func.min(state.SignIn.id)).where(
+            state.SignIn.mood_id == l.mood_id, state.SignIn.id > l.arrival_signin_id,
+            state.SignIn.participant_id != l.agent_id, state.SignIn.at > since)) or 0
 
     HOLD_WORDS = {
         "busy": "it is in the middle of a turn here and will answer when that ends",
@@ -479,7 +488,7 @@ class Poller:
             if l.consider_from_id and l.consider_from_id <= seen:
                 l.consider_from_id, l.consider_due_at = 0, None
         if kind == "arrival":
-            l.arrival_signin_id = 0
+            l.arrival_signin_id = self._next_arrival(s, l, now)
         if kind == "quiet":
             l.quiet_due_at = None  # set again when the look settles
         return Planned(row.id, participant.handle, mood.slug, kind, tools, wake.text, answers)

@@ -588,3 +588,16 @@ def test_an_emergency_stop_set_elsewhere_ends_the_turn_through_its_heartbeat(cli
         assert time.monotonic() < deadline, "the agent outlived the emergency stop"
         time.sleep(0.1)
     assert wakes(c)[0]["status"] == "cut_off"
+
+
+def test_two_people_arriving_together_are_each_considered(world, tmp_path):
+    world("person", "add", "cy")
+    world("person", "add", "dee")
+    world("signin", "cy", "--mood", "lobby", "--at", at(1))
+    world("signin", "dee", "--mood", "lobby", "--at", at(2))
+    tick(world, 3)
+    tick(world, 4)
+    arrivals = [w for w in wakes(world) if w["kind"] == "arrival"]
+    assert len(arrivals) == 2
+    texts = [w["text"] for w in wakes_seen(tmp_path)]
+    assert any("@cy " in t for t in texts) and any("@dee " in t for t in texts)
