@@ -111,16 +111,14 @@ class Poller:
             if other is not None:
                 report.started, report.holder = False, f"{other.holder} until {text.iso(other.expires_at)}"
                 return report
-        if dry_run:
-            session = self.store._write()
-            session.begin()
-            self._dry = session
-        try:
+        if not dry_run:
             self._cycle(now, report)
-        finally:
-            if dry_run:
-                self._dry.rollback()
-                self._dry.close()
+            return report
+        with self.store.scratch() as session:
+            self._dry = session
+            try:
+                self._cycle(now, report)
+            finally:
                 self._dry = None
         return report
 

@@ -23,10 +23,7 @@ def preview(poller: Poller, slug: str, handle: str, kind: str, now: dt.datetime,
     store = poller.store
     mood_info = store.mood(slug)
     agent_info = store.agent(handle)
-    session = store._write()
-    session.begin()
-    try:
-        s = session
+    with store.scratch() as s:
         poller.settings.refresh(s)
         participant = s.get(Participant, agent_info.id)
         mood = state.mood_row(s, mood_info.id)
@@ -55,6 +52,3 @@ def preview(poller: Poller, slug: str, handle: str, kind: str, now: dt.datetime,
         values = poller.settings.values(mood_info.id, agent_info.id, now)
         return poller._wake(s, kind, l, participant, mood, values, owed, now,
                             force_tools="full" if full else None)
-    finally:
-        session.rollback()
-        session.close()

@@ -55,6 +55,16 @@ class Store:
         with self._write() as session, session.begin():
             yield session
 
+    @contextlib.contextmanager
+    def scratch(self) -> Iterator[Session]:
+        """A write transaction that is always rolled back: for dry runs and previews."""
+        with self._write() as session:
+            session.begin()
+            try:
+                yield session
+            finally:
+                session.rollback()
+
     # -- Moods ---------------------------------------------------------------
 
     def add_mood(self, slug: str, title: str, now: dt.datetime) -> values.MoodInfo:

@@ -12,7 +12,8 @@ import signal
 
 import sqlalchemy as sa
 
-from poller import state
+from poller import settings, state
+from poller.store import Store
 from poller.models import Listener, Participant, Post, Wake
 
 CLOCK_OFFSET_ENV = "MOOD_POLLER_CLOCK_OFFSET"
@@ -37,9 +38,8 @@ def after_turn(s, w: Wake, now: dt.datetime, silent_or_failed: bool) -> None:
     l = s.get(Listener, (w.agent_id, w.mood_id))
     if l is None:
         return
-    cache = state.SettingsCache()
-    cache.refresh(s)
-    values = cache.values(w.mood_id, w.agent_id, now)
+    # Only the rows that can apply here, not the whole settings table.
+    values = settings.values(Store._resolve(s, w.mood_id, w.agent_id, now))
     l.cooldown_until = now + dt.timedelta(seconds=values["cooldown"])
     if w.kind == "quiet" and values["idle_after"]:
         if silent_or_failed:
