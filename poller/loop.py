@@ -32,7 +32,7 @@ from typing import Callable, Optional
 
 import sqlalchemy as sa
 
-from poller import compose, config as config_mod, errors, gather, law, state, summarize, text, turns
+from poller import clock, compose, config as config_mod, errors, gather, law, state, summarize, text, turns
 from poller.models import Listener, Owed, Participant, Post, Wake
 from poller.store import Store
 from wiki_rules.fallback import BUILT_IN, DialWords
@@ -43,7 +43,6 @@ POST_BATCH = 1_000  # posts read per cycle: bounds the scan's memory and write-l
 DUE_BATCH = 500
 LEASE_NAME = "poller"
 UNSTARTED_GRACE = dt.timedelta(seconds=60)
-CLOCK_OFFSET_ENV = turns.CLOCK_OFFSET_ENV
 
 
 @dataclass
@@ -498,8 +497,8 @@ class Poller:
         env["MOOD_POLLER_DB"] = self.config.db_url
         if self.config.source:
             env["MOOD_POLLER_CONFIG"] = self.config.source
-        offset = (now - text.utcnow()).total_seconds()
-        env[CLOCK_OFFSET_ENV] = f"{offset:.6f}"
+        offset = (now - clock.wall()).total_seconds()
+        env[clock.CLOCK_OFFSET_ENV] = f"{offset:.6f}"
         proc = subprocess.Popen([self.python, "-m", "poller.runner", str(wake_id)], env=env,
                                 stdin=subprocess.DEVNULL, start_new_session=self.detach)
         self.children[wake_id] = proc
@@ -577,7 +576,7 @@ class Poller:
     # -- run ----------------------------------------------------------------------------------------
 
     def run(self, interval: float, stop: threading.Event,
-            clock: Callable[[], dt.datetime] = text.utcnow) -> None:
+            clock: Callable[[], dt.datetime] = clock.SYSTEM) -> None:
         waiting_logged = False
         try:
             while not stop.is_set():

@@ -27,22 +27,13 @@ import sqlalchemy as sa
 
 from poller import (blocks, config as config_mod, db, errors, settings, settle, state, text, tokens,
                     wakers)
-from poller.turns import CLOCK_OFFSET_ENV, after_turn, close_turn
+from poller.clock import Clock
+from poller.turns import after_turn, close_turn
 from poller.models import (Agent, AgentSession, Handoff, Mood, Owed, Participant, Post,
                            Refusal, Setting, Turn, Wake)
 from poller.store import Store, record_mentions
 
 log = logging.getLogger("poller.runner")
-
-
-class Clock:
-    """Wall clock shifted by the poller's offset, so ``tick --now`` replays stay coherent."""
-
-    def __init__(self) -> None:
-        self.offset = dt.timedelta(seconds=float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0))
-
-    def __call__(self) -> dt.datetime:
-        return text.utcnow() + self.offset
 
 
 def claim(store: Store, wake_id: int, now: dt.datetime):
@@ -260,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     cancel = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: cancel.set())
     signal.signal(signal.SIGINT, lambda *_: cancel.set())
-    clock = Clock()
+    clock = Clock.from_env()
     try:
         cfg = config_mod.load()
         store = Store(db.make_engine(cfg.db_url), tokens.counter(cfg.encoding))

@@ -16,7 +16,6 @@ from poller import settings, state
 from poller.store import Store
 from poller.models import Listener, Participant, Post, Wake
 
-CLOCK_OFFSET_ENV = "MOOD_POLLER_CLOCK_OFFSET"
 
 
 def close_turn(s, counter, w: Wake, status: str, why: str, now: dt.datetime) -> None:

@@ -382,13 +382,13 @@ def test_dry_run_changes_nothing(world, tmp_path, sqlite_url):
 
 
 def test_scram_stops_everything_and_lifting_resumes(world):
-    world("scram", "--by", "ada")
+    world("scram", "--by", "ada", "--now", at(0.5))
     p = post(world, 1, "ada", "@bot urgent")
     out = tick(world, 2)
     assert "emergency stop" in out and wakes(world) == []
     assert why(world)["scram"]["by"] == "ada"
-    assert json.loads(world("status", "--json").out)["scram"] is not None
-    world("scram", "--lift")
+    assert json.loads(world("status", "--json", "--now", at(2)).out)["scram"] is not None
+    world("scram", "--lift", "--now", at(2.5))
     tick(world, 3)
     assert [w["answers"] for w in wakes(world)] == [[p]]
 

@@ -18,12 +18,30 @@ from poller.store import Store
 class App:
     """What every command needs, built lazily from the global options."""
 
-    def __init__(self, db_url: str | None, config_path: str | None):
+    def __init__(self, db_url: str | None, config_path: str | None, now: str | None = None):
         self._db_url = db_url
         self._config_path = config_path
+        self._now = now
         self._config: config.Config | None = None
         self._engine = None
         self._store: Store | None = None
+
+    @property
+    def clock(self):
+        """The clock every command reads: fixed by ``--now`` (or MOOD_POLLER_NOW), else the wall."""
+        from poller.clock import Clock
+        from poller.text import parse_time
+
+        if self._now:
+            return Clock.at(parse_time(self._now, "--now"))
+        return Clock()
+
+    def set_now(self, raw: str | None) -> None:
+        if raw:
+            self._now = raw
+
+    def now(self):
+        return self.clock()
 
     @property
     def config(self) -> config.Config:
@@ -60,11 +78,13 @@ pass_app = click.make_pass_decorator(App)
               "SQLite under $XDG_DATA_HOME/memory-lane/moods.db).")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False),
               help="TOML config file (env MOOD_POLLER_CONFIG).")
+@click.option("--now", "now", metavar="ISO8601", envvar="MOOD_POLLER_NOW",
+              help="The clock every command reads (env MOOD_POLLER_NOW; default: the wall clock).")
 @click.version_option(__version__, prog_name="mood-poller")
 @click.pass_context
-def cli(ctx: click.Context, db_url: str | None, config_path: str | None) -> None:
+def cli(ctx: click.Context, db_url: str | None, config_path: str | None, now: str | None) -> None:
     """Decides when an AI agent gets a turn in a Mood, and what it is told."""
-    app = App(db_url, config_path)
+    app = App(db_url, config_path, now)
     ctx.obj = app
     ctx.call_on_close(app.close)
 

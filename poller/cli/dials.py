@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from poller.cli import App, pass_app
+from poller.cli import App, common, pass_app
 from poller.cli.common import echo_json
-from poller.text import utcnow
 from wiki_rules import report
 
 
@@ -18,6 +17,7 @@ from wiki_rules import report
                    "bot user (password from the config file or "
                    "MOOD_POLLER_WIKI_BOT_PASSWORD).")
 @click.option("--force", is_flag=True, help="With --seed-page: replace the page if it exists.")
+@common.now_option
 @pass_app
 @click.pass_context
 def dials(ctx: click.Context, app: App, refresh: bool, as_json: bool, seed_page: bool,
@@ -29,7 +29,7 @@ def dials(ctx: click.Context, app: App, refresh: bool, as_json: bool, seed_page:
         revid = report.seed_page(app.config, overwrite=force)
         click.echo(f"wrote {app.config.wiki.title} revision {revid}", err=as_json)
         refresh = True
-    status, ok = report.show(app.config, app.engine(), utcnow(), refresh=refresh)
+    status, ok = report.show(app.config, app.engine(), app.now(), refresh=refresh)
     if as_json:
         echo_json(report.as_dict(status))
     else:

@@ -20,16 +20,16 @@ def _poller(app: App, detach: bool):
 
 
 @click.command()
-@click.option("--now", "now", metavar="ISO8601", help="The clock for this cycle (default: now).")
+@common.now_option
 @click.option("--wait", is_flag=True, help="Return only after the turns it started have settled.")
 @click.option("--dry-run", is_flag=True, help="Print the wakes it would send; change nothing.")
 @click.option("--log-json", is_flag=True, help="Log lines as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too.")
 @pass_app
-def tick(app: App, now: str | None, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> None:
+def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> None:
     """Run one cycle of the poller (for cron)."""
     logs.setup(log_json, verbose)
-    at = common.when(now, "--now")
+    at = app.now()
     poller = _poller(app, detach=not wait)
     import sqlalchemy as sa
 
@@ -66,6 +66,7 @@ def tick(app: App, now: str | None, wait: bool, dry_run: bool, log_json: bool, v
               help="Seconds between cycles (default: poller.interval, 1 s).")
 @click.option("--log-json", is_flag=True, help="Log lines as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too.")
+@common.now_option
 @pass_app
 def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None:
     """Run the poller until SIGTERM or SIGINT (for systemd)."""
@@ -81,7 +82,10 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None
 
     logging.getLogger("poller").info("poller %s running every %gs", poller.holder, interval,
                                      extra={"action": "run_started"})
-    poller.run(interval, stop)
+    from poller.clock import Clock
+
+    clock = Clock.starting_at(app.now()) if app.clock.fixed else app.clock
+    poller.run(interval, stop, clock)
     logging.getLogger("poller").info("poller stopped", extra={"action": "run_stopped"})
 
 
@@ -129,10 +133,11 @@ def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
 @click.option("--mood", "slug", required=True, metavar="SLUG")
 @click.option("--agent", "handle", required=True, metavar="HANDLE")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@common.now_option
 @pass_app
 def why(app: App, slug: str, handle: str, as_json: bool) -> None:
     """Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."""
-    answer = insight.why(app.store, slug, handle, text.utcnow())
+    answer = insight.why(app.store, slug, handle, app.now())
     if as_json:
         common.echo_json(answer)
         return
@@ -157,10 +162,11 @@ def why(app: App, slug: str, handle: str, as_json: bool) -> None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@common.now_option
 @pass_app
 def status(app: App, as_json: bool) -> None:
     """Agents (idle / at work / held), turns in flight, holds and next due times."""
-    st = insight.status(app.store, text.utcnow())
+    st = insight.status(app.store, app.now())
     if as_json:
         common.echo_json(st)
         return
@@ -179,15 +185,16 @@ def status(app: App, as_json: bool) -> None:
 @click.command()
 @click.option("--lift", is_flag=True, help="Lift the emergency stop.")
 @click.option("--by", metavar="HANDLE", help="Who is setting or lifting it.")
+@common.now_option
 @pass_app
 def scram(app: App, lift: bool, by: str | None) -> None:
     """Emergency stop: wake nothing anywhere and end running turns."""
     if lift:
-        lifted = insight.lift_scram(app.store, text.utcnow())
+        lifted = insight.lift_scram(app.store, app.now())
         click.echo("emergency stop lifted; what was owed is still owed" if lifted
                    else "no emergency stop was set")
         return
-    ended = insight.set_scram(app.store, by, text.utcnow())
+    ended = insight.set_scram(app.store, by, app.now())
     click.echo(f"emergency stop set; {ended} running turn(s) ended")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from poller.cli import App, common, pass_app
-from poller.text import utcnow
 
 
 @click.group()
@@ -16,10 +15,11 @@ def mood() -> None:
 @mood.command("add")
 @click.argument("slug")
 @click.option("--title", default="", help="A human title (default: the slug).")
+@common.now_option
 @pass_app
 def mood_add(app: App, slug: str, title: str) -> None:
     """Create the Mood SLUG."""
-    m = app.store.add_mood(slug, title, utcnow())
+    m = app.store.add_mood(slug, title, app.now())
     click.echo(f"added Mood {m.slug}")
 
 

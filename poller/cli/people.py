@@ -6,7 +6,6 @@ import click
 
 from poller import errors
 from poller.cli import App, common, pass_app
-from poller.text import utcnow
 
 
 @click.group()
@@ -19,10 +18,11 @@ def person() -> None:
 @click.option("--trust", type=click.Choice(["full", "look", "none"]), default="look",
               show_default=True, help="full: may wake full-tool turns; look: look-only; "
               "none: a mention is just text.")
+@common.now_option
 @pass_app
 def person_add(app: App, handle: str, trust: str) -> None:
     """Add the person HANDLE."""
-    p = app.store.add_person(handle, trust, utcnow())
+    p = app.store.add_person(handle, trust, app.now())
     click.echo(f"added person {p.handle} (trust {p.trust})")
 
 
@@ -73,6 +73,7 @@ def agent() -> None:
 @click.option("--timeout", type=float, metavar="SECONDS",
               help="Kill a turn after this long (default: 900 s look-only, no limit with full tools).")
 @click.option("--workdir", type=click.Path(file_okay=False), help="Working directory of the turn.")
+@common.now_option
 @pass_app
 def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
               session_dir: str | None, model: str | None, permission_mode: str | None,
@@ -83,7 +84,7 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
                                    session_dir=session_dir, model=model,
                                    permission_mode=permission_mode, claude_bin=claude_bin,
                                    url=url, headers=headers)
-    a = app.store.add_agent(handle, utcnow(), waker=waker, command=command, url=url,
+    a = app.store.add_agent(handle, app.now(), waker=waker, command=command, url=url,
                             timeout=timeout, workdir=workdir, options=options)
     click.echo(f"added agent {a.handle} ({a.waker})")
 

@@ -16,6 +16,7 @@ from poller.cli import App, common, pass_app
 @click.option("--as", "sender", required=True, metavar="HANDLE", help="Who is posting.")
 @click.option("--at", "at", metavar="ISO8601", help="When it was posted (default: now).")
 @click.option("--reply-to", type=int, metavar="POST_ID", help="The post this answers.")
+@common.now_option
 @pass_app
 def post(app: App, slug: str, text: str, sender: str, at: str | None,
          reply_to: int | None) -> None:
@@ -25,7 +26,7 @@ def post(app: App, slug: str, text: str, sender: str, at: str | None,
             text = sys.stdin.buffer.read().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise errors.UserError(f"stdin is not valid UTF-8 (byte {exc.start})") from None
-    p = app.store.add_post(slug, sender, text, common.when(at), reply_to=reply_to)
+    p = app.store.add_post(slug, sender, text, common.when(app, at), reply_to=reply_to)
     click.echo(p.id)
 
 
@@ -56,10 +57,11 @@ def posts(app: App, slug: str, limit: int, as_json: bool) -> None:
               help="How they signed in.")
 @click.option("--label", default="", help="A label for the session (e.g. a device).")
 @click.option("--at", "at", metavar="ISO8601", help="When (default: now).")
+@common.now_option
 @pass_app
 def signin(app: App, handle: str, slug: str, tier: str, label: str, at: str | None) -> None:
     """Record that HANDLE signed in to a Mood."""
-    s = app.store.add_signin(handle, slug, common.when(at), tier=tier, label=label)
+    s = app.store.add_signin(handle, slug, common.when(app, at), tier=tier, label=label)
     click.echo(s.id)
 
 

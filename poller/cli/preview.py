@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from poller import compose, errors, text
-from poller.cli import App, pass_app
+from poller import compose, errors
+from poller.cli import App, common, pass_app
 
 
 @click.command()
@@ -16,10 +16,10 @@ from poller.cli import App, pass_app
 @click.option("--full", is_flag=True, help="As a full-tool turn (shows the settings how-to).")
 @click.option("--frames", is_flag=True,
               help="Print every frame with placeholders instead (what agents are told).")
-@click.option("--now", "now", metavar="ISO8601", help="The clock (default: now).")
+@common.now_option
 @pass_app
 def preview(app: App, slug: str | None, handle: str | None, kind: str | None, full: bool,
-            frames: bool, now: str | None) -> None:
+            frames: bool) -> None:
     """Print the wake KIND would send now, from the Mood's real posts."""
     if frames:
         click.echo(compose.render_frames(app.config.wake), nl=False)
@@ -30,7 +30,7 @@ def preview(app: App, slug: str | None, handle: str | None, kind: str | None, fu
     from poller import loop, preview as preview_mod
     from wiki_rules.source import DialSource
 
-    at = text.parse_time(now, "--now") if now else text.utcnow()
+    at = app.now()
     dials = DialSource.from_config(app.config, app.engine())
     poller = loop.Poller(app.store, app.config, dials=dials.current)
     planned = preview_mod.preview(poller, slug, handle, kind, at, full)

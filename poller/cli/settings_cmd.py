@@ -6,7 +6,7 @@ import click
 
 from poller import errors, settings
 from poller.cli import App, common, pass_app
-from poller.text import iso, parse_time, utcnow
+from poller.text import iso, parse_time
 
 
 @click.command("set")
@@ -17,12 +17,13 @@ from poller.text import iso, parse_time, utcnow
 @click.option("--by", metavar="HANDLE", help="Who is making the change.")
 @click.option("--note", default="", help="Why, for the record.")
 @click.option("--until", metavar="ISO8601", help="listening only: the value lapses at this time.")
+@common.now_option
 @pass_app
 def set_(app: App, key: str, value: str, mood: str | None, agent: str | None,
          by: str | None, note: str, until: str | None) -> None:
     """Set KEY to VALUE for a Mood, an agent, both, or everywhere."""
     until_at = parse_time(until, "--until") if until else None
-    change = app.store.set_setting(key, value, utcnow(), mood=mood, agent=agent, by=by,
+    change = app.store.set_setting(key, value, app.now(), mood=mood, agent=agent, by=by,
                                    note=note, until=until_at)
     slot = settings.SLOT_NAMES[(mood is not None, agent is not None)]
     tail = f" until {iso(until_at)}" if until_at else ""
@@ -34,12 +35,13 @@ def set_(app: App, key: str, value: str, mood: str | None, agent: str | None,
 @click.option("--mood", metavar="SLUG", help="As it applies in this Mood.")
 @click.option("--agent", metavar="HANDLE", help="As it applies to this agent.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@common.now_option
 @pass_app
 def get(app: App, key: str | None, mood: str | None, agent: str | None, as_json: bool) -> None:
     """Show resolved settings (or just KEY) and the slot each came from."""
     if key is not None and key not in settings.KEYS:
         raise errors.InvalidSetting(f"unknown setting {key!r} (known: {', '.join(settings.KEYS)})")
-    resolved = app.store.resolved(utcnow(), mood=mood, agent=agent)
+    resolved = app.store.resolved(app.now(), mood=mood, agent=agent)
     items = [resolved[key]] if key else list(resolved.values())
     if as_json:
         common.echo_json({r.key: {"value": r.value, "slot": r.slot, "until": iso(r.until)}
