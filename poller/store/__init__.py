@@ -1,0 +1,9 @@
+"""The store: the one way into the database.
+
+Every SQL statement the service runs lives in this package; everything else
+calls named domain verbs and gets named records back.
+"""
+
+from poller.store.core import Store, record_mentions, TRUST_LEVELS, WAKERS
+
+__all__ = ["Store", "record_mentions", "TRUST_LEVELS", "WAKERS"]
