@@ -1,9 +1,9 @@
 """The catch-up: which of a Mood's recent posts an agent reads word for word.
 
-A wake shows posts as lines, ``[sender, time] text``.  This module owns that
-line format (and the escaping that keeps post text from forging anything
-around it) and the arithmetic of fitting lines into the Mood's
-``catch_up_tokens``: newest first, whole posts, counted exactly.
+A wake shows posts as lines, ``[sender, time] text`` (the format and its
+escaping live in :mod:`poller.lines`).  This module owns the arithmetic of
+fitting those lines into the Mood's ``catch_up_tokens``: newest first, whole
+posts, counted exactly.
 
 Counting exactly without re-encoding ~10,000 tokens on every wake relies on
 two facts about the cl100k pre-tokenizer (the regex that splits text into
@@ -29,21 +29,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Sequence
 
-if TYPE_CHECKING:  # compose imports us; the types are only for readers
-    from poller.compose import WakePost
+from poller.lines import WakePost, prefix, quote
+
+if TYPE_CHECKING:
     from poller.tokens import Counter
 
 FILL_TARGET = 0.95  # below this share of the budget, the boundary post is clipped to fill
-INDENT = "  "  # continuation lines of a post: never confusable with our own lines
 MIN_PARTIAL_TOKENS = 8  # a clipped boundary post shorter than this is not worth showing
-
-# "<" before a tag-ish "m" (optionally "/" and spaces between) is escaped, so no
-# post can open or close <mood-wake>, in any case or spacing.
-_TAG = re.compile(r"<(?=[\s/]*m)", re.IGNORECASE)
-# Characters Python (and readers) treat as line breaks or that are invisible
-# controls; \n and \t are kept, \r is normalised separately.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x85\u2028\u2029]")
-_BLANKS = re.compile(r"\s+")
 
 # Sync points, ASCII only so they hold in every Unicode version (see above).
 _SYNC = re.compile(r"[A-Za-z](?=[\x00-\x40\x5b-\x60\x7b-\x7f])|[0-9](?=[\x00-\x2f\x3a-\x7f])|\n(?=[!-~])")
@@ -54,71 +46,6 @@ _CL100K = {
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
 }
-
-
-# --- text that goes into a wake -------------------------------------------------
-
-
-def neutralise(text: str) -> str:
-    """*text* with anything that could open or close a wake tag escaped."""
-    return _TAG.sub("&lt;", text) if "<" in text else text
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    """A short field (a handle, a title, a value) as one safe line."""
-    flat = _BLANKS.sub(" ", _CONTROL.sub(" ", str(text))).strip()
-    if len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    return neutralise(flat)
-
-
-def quote(text: str) -> str:
-    """Post text as it appears in a wake: escaped, continuation lines indented.
-
-    Every line we print from a post starts either with its ``[sender, time]``
-    prefix or with the indent, so no post line can equal one of our own lines
-    (a footer line, a heading) or pass for another person's post.
-    """
-    if "<" not in text and "\n" not in text and "\r" not in text and text.isprintable():
-        return text  # the common case: nothing to do, and the stored count holds
-    text = _CONTROL.sub(" ", text).replace("\r\n", "\n").replace("\r", "\n")
-    return neutralise(text).replace("\n", "\n" + INDENT)
-
-
-def stamp(at: datetime, now: datetime) -> str:
-    """``14:02`` today, ``2025-03-01 14:02`` on other days (both UTC)."""
-    if at.date() == now.date():
-        return at.strftime("%H:%M")
-    return at.strftime("%Y-%m-%d %H:%M")
-
-
-def prefix(post: WakePost, now: datetime, *, new: bool = False, mood: str | None = None) -> str:
-    """``[sender, time] `` with tags for agents, non-post kinds and new posts."""
-    who = one_line(post.sender, 80) or "?"
-    if post.sender_is_agent:
-        who += " (agent)"
-    tags = [stamp(post.created_at, now)]
-    if post.kind != "post":
-        tags.append(one_line(post.kind, 20))
-    if mood:
-        tags.append("in " + one_line(mood, 80))
-    if new:
-        tags.append("new")
-    return f"[{who}, {', '.join(tags)}] "
-
-
-def clip_chars(text: str, limit: int) -> str:
-    """*text* cut to *limit* characters, with a marker saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    marker = f" […cut here; {len(text):,} characters in full]"
-    return text[: max(0, limit - len(marker))] + marker
-
-
-def line(post: WakePost, now: datetime, *, max_chars: int, mood: str | None = None) -> str:
-    """One post as a wake line (no newline), clipped to *max_chars* with a marker."""
-    head = prefix(post, now, mood=mood)
-    return head + clip_chars(quote(post.text), max(0, max_chars - len(head)))
 
 
 # --- exact costs ----------------------------------------------------------------

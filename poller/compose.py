@@ -7,8 +7,8 @@ may call outside itself is the summarizer it is handed.  The words live in
 an editor can change them without touching this code; ``render_frames`` prints
 every frame with placeholders, from the same files.
 
-Safety: everything a person or agent wrote is escaped (``catchup.quote`` and
-``catchup.one_line``) before it reaches a template, and the Jinja
+Safety: everything a person or agent wrote is escaped (``lines.quote`` and
+``lines.one_line``) before it reaches a template, and the Jinja
 environment escapes every printed value once more, so nothing posted can open
 or close ``<mood-wake>``.  Every line that comes from a post starts with its
 ``[sender, time]`` prefix or an indent, which no line of ours does.
@@ -33,8 +33,9 @@ from typing import NamedTuple, Sequence
 import jinja2
 
 import poller
-from poller import catchup, summarize
+from poller import catchup, lines, summarize
 from poller.config import WakeConfig
+from poller.lines import WakePost
 from poller.tokens import Counter
 from wiki_rules.fallback import BUILT_IN, DialWords
 
@@ -57,20 +58,8 @@ _SPLIT = "\x00catch-up\x00"  # stands in for the catch-up while the frame render
 
 # --- inputs -------------------------------------------------------------------
 
-
-@dataclass(frozen=True, kw_only=True)
-class WakePost:
-    """One post as the composer sees it.  ``tokens`` is the ``encode_ordinary``
-    count of ``text`` stored at ingest (-1 if unknown: it is then counted)."""
-
-    id: int
-    sender: str
-    created_at: datetime  # aware, UTC
-    text: str
-    tokens: int = -1
-    sender_is_agent: bool = False
-    kind: str = "post"  # post | silent | system | handoff
-    reply_to: int | None = None
+# WakePost, one post as the composer sees it, is defined with the line format
+# in poller.lines; compose.WakePost names the same class.
 
 
 class LinkedPost(NamedTuple):
@@ -156,7 +145,7 @@ class Wake:
 
 def _finalize(value):
     # Second line of defence: whatever a template prints is escaped once more.
-    return catchup.neutralise(value) if isinstance(value, str) else value
+    return lines.neutralise(value) if isinstance(value, str) else value
 
 
 class _ResourceLoader(jinja2.BaseLoader):
@@ -270,7 +259,7 @@ def _summary(cu: catchup.CatchUp, request: WakeRequest, config: WakeConfig,
         log.warning("summary failed: %s", exc, extra={"action": "summary_failed",
                                                       "summarizer": summarizer.name})
         return _fallback(cu, request)
-    return catchup.quote(text), summarizer.name
+    return lines.quote(text), summarizer.name
 
 
 def _fallback(cu: catchup.CatchUp, request: WakeRequest) -> tuple[str, str]:
@@ -309,10 +298,10 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
     links = [LinkedPost._make(item) for item in request.linked]
     linked = _post_lines([item.post for item in links], request.now, cap * LINKED_SHARE * scale,
                          moods=[item.mood for item in links])
-    field_ = functools.partial(catchup.one_line, limit=FIELD_CHARS)
+    field_ = functools.partial(lines.one_line, limit=FIELD_CHARS)
     return {
         "kind": html.escape(request.kind, quote=True),
-        "mood_attr": html.escape(catchup.one_line(request.mood, FIELD_CHARS), quote=True),
+        "mood_attr": html.escape(lines.one_line(request.mood, FIELD_CHARS), quote=True),
         "mood": field_(request.mood),
         "mood_title": field_(request.mood_title or request.mood),
         "agent": field_(request.agent),
@@ -325,17 +314,17 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "settings_more": max(0, len(request.settings_changed) - MAX_SETTINGS_SHOWN),
         "cut_off": _cut_off(request),
         "handed": _handed(request.handed, cap * HANDED_SHARE * scale),
-        "refusals": [catchup.one_line(r, 500) for r in request.refusals][:MAX_REFUSALS_SHOWN],
+        "refusals": [lines.one_line(r, 500) for r in request.refusals][:MAX_REFUSALS_SHOWN],
         "arrival": Arrival(*map(field_, request.arrival)) if request.arrival else None,
         "quiet_for": _quiet_for(request),
-        "ask": catchup.one_line(request.dials.consider_ask(request.discretion), 2_000),
-        "verbosity_line": catchup.one_line(request.dials.verbosity_line(request.verbosity), 2_000)
+        "ask": lines.one_line(request.dials.consider_ask(request.discretion), 2_000),
+        "verbosity_line": lines.one_line(request.dials.verbosity_line(request.verbosity), 2_000)
         if request.verbosity != "normal" else "",
         "new_count": _new_count(request),
         "tools": request.tools,
-        "todo_url": catchup.one_line(config.todo_pattern.format(
+        "todo_url": lines.one_line(config.todo_pattern.format(
             slug=urllib.parse.quote(request.mood, safe="")), 1_000),
-        "etiquette_url": catchup.one_line(config.etiquette_url, 1_000),
+        "etiquette_url": lines.one_line(config.etiquette_url, 1_000),
     }
 
 
@@ -359,17 +348,17 @@ def _post_lines(posts: Sequence[WakePost], now: datetime, share: float,
         return ""
     each = _each(share, len(posts))
     return "\n".join(
-        catchup.line(p, now, max_chars=each, mood=moods[i] if moods else None)
+        lines.line(p, now, max_chars=each, mood=moods[i] if moods else None)
         for i, p in enumerate(posts)
     )
 
 
 def _handed(items: Sequence[Handed], share: float) -> list[Handed]:
     each = _each(share, len(items))
-    one = functools.partial(catchup.one_line, limit=FIELD_CHARS)
+    one = functools.partial(lines.one_line, limit=FIELD_CHARS)
     return [
         Handed(one(h.from_mood), one(h.from_agent), one(h.about),
-               catchup.INDENT + catchup.clip_chars(catchup.quote(h.context), each))
+               lines.INDENT + lines.clip_chars(lines.quote(h.context), each))
         for h in map(Handed._make, items)
     ]
 
@@ -378,8 +367,8 @@ def _cut_off(request: WakeRequest) -> dict | None:
     if request.cut_off is None:
         return None
     at, why = request.cut_off
-    return {"at": catchup.stamp(at, request.now) + " UTC" if at else "",
-            "why": catchup.one_line(why, 500)}
+    return {"at": lines.stamp(at, request.now) + " UTC" if at else "",
+            "why": lines.one_line(why, 500)}
 
 
 def _quiet_for(request: WakeRequest) -> str:
@@ -426,7 +415,7 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "settings_changed": [SettingChange("«who»", "«key»", "«old»", "«new»")],
         "settings_more": 0,
         "cut_off": {"at": "«time» UTC", "why": "«why it was cut off»"},
-        "handed": [Handed("«from-mood»", "«agent»", "«about»", catchup.INDENT + "«the handed context»")],
+        "handed": [Handed("«from-mood»", "«agent»", "«about»", lines.INDENT + "«the handed context»")],
         "refusals": ["«what was refused, and why»"],
         "arrival": Arrival("«handle»", "«name»", "«trust tier»"),
         "quiet_for": "«how long»",

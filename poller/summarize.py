@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 import httpx
 
-from poller import catchup, errors
+from poller import errors, lines
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from poller.compose import WakePost
     from poller.config import SummarizerConfig
+    from poller.lines import WakePost
     from poller.tokens import Counter
 
 LLM_INPUT_TOKENS = 6_000  # how much of the older talk an LLM summarizer reads
@@ -95,15 +95,15 @@ class ExtractiveSummarizer:
         # The latest of the older posts matter most; read back from them.  The
         # composer indents continuation lines, so cost them indented.
         for post in reversed(posts):
-            entry = "- " + catchup.prefix(post, now) + self._first_sentence(post.text) + "\n"
-            cost = self.counter.count(catchup.INDENT + entry)
+            entry = "- " + lines.prefix(post, now) + self._first_sentence(post.text) + "\n"
+            cost = self.counter.count(lines.INDENT + entry)
             if used + cost > budget:
                 break
             picked.append(entry)
             used += cost
         while True:  # costs add up but for the join at the end: check the result
             digest = (overview + "".join(reversed(picked))).rstrip("\n")
-            if not picked or self.counter.count(catchup.quote(digest)) <= budget:
+            if not picked or self.counter.count(lines.quote(digest)) <= budget:
                 return digest
             picked.pop()
 
@@ -112,7 +112,7 @@ class ExtractiveSummarizer:
         senders = collections.Counter((p.sender, p.sender_is_agent) for p in posts)
         names = []
         for (who, agent), n in senders.most_common(MAX_NAMES):
-            name = catchup.one_line(who, 40) + (" (agent)" if agent else "")
+            name = lines.one_line(who, 40) + (" (agent)" if agent else "")
             names.append(f"{name} ×{n}" if n > 1 else name)
         if len(senders) > MAX_NAMES:
             names.append(f"{len(senders) - MAX_NAMES} others")
@@ -123,7 +123,7 @@ class ExtractiveSummarizer:
     def _first_sentence(self, text: str) -> str:
         first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
         clipped = self.counter.clip(first, SENTENCE_TOKENS)
-        return catchup.one_line(clipped + ("…" if clipped != text.strip() else ""), 400)
+        return lines.one_line(clipped + ("…" if clipped != text.strip() else ""), 400)
 
 
 class LLMSummarizer:
@@ -165,7 +165,7 @@ class LLMSummarizer:
         total = len(posts) + also_unseen
         head = f"{total:,} earlier post{'s' if total != 1 else ''}, summarized by a model: "
         # Escape first, then clip: a prefix of escaped text stays escaped.
-        return self.counter.clip(catchup.one_line(head + text, 100_000), budget)
+        return self.counter.clip(lines.one_line(head + text, 100_000), budget)
 
     def _instructions(self, agent: str, budget: int) -> str:
         words = max(20, int(budget * 0.6))
@@ -177,14 +177,14 @@ class LLMSummarizer:
         )
 
     def _transcript(self, posts, now) -> str:
-        lines, used = [], 0
+        shown, used = [], 0
         for post in reversed(posts):  # newest first, so the budget keeps the latest
             text = self.counter.clip(post.text, LLM_POST_TOKENS)
             used += min(max(post.tokens, 0), LLM_POST_TOKENS) + 12
-            if used > LLM_INPUT_TOKENS and lines:
+            if used > LLM_INPUT_TOKENS and shown:
                 break
-            lines.append(catchup.prefix(post, now) + catchup.quote(text))
-        return "\n".join(reversed(lines))
+            shown.append(lines.prefix(post, now) + lines.quote(text))
+        return "\n".join(reversed(shown))
 
     def _complete(self, body: dict) -> str:
         headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}

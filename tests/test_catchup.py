@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poller import catchup, tokens
-from poller.compose import WakePost
+from poller import catchup, lines, tokens
+from poller.lines import WakePost
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=timezone.utc)
 COUNTER = tokens.counter()
@@ -53,7 +53,7 @@ texts = st.one_of(st.text(max_size=60), st.lists(fragments, max_size=8).map("".j
 @given(texts, st.sampled_from(["[alice, 14:02] ", "[bob (agent), 2025-01-01 10:00, silent, new] ", "[陈, 09:00] "]))
 def test_line_cost_is_exact(text, head):
     coster = catchup.Coster(COUNTER)
-    display = catchup.quote(text)
+    display = lines.quote(text)
     assert coster.line(head, text, display, COUNTER.count(text)) == COUNTER.count(head + display + "\n")
 
 
@@ -117,9 +117,9 @@ def test_other_encodings_take_the_full_count():
 def test_new_posts_are_tagged_and_lines_start_with_a_prefix():
     history = mixed_history(6)
     cu = catchup.build(history, budget=10_000, now=NOW, counter=COUNTER, post_cap=2_000, new_after_id=4)
-    lines = cu.text.splitlines()
-    assert sum(", new] " in line for line in lines) == 2
-    assert all(line.startswith(("[", catchup.INDENT)) for line in lines)
+    shown = cu.text.splitlines()
+    assert sum(", new] " in line for line in shown) == 2
+    assert all(line.startswith(("[", lines.INDENT)) for line in shown)
     assert "(agent)" in cu.text
 
 
@@ -134,9 +134,9 @@ def test_drop_oldest_fits_characters_and_reports_the_rest():
 
 @pytest.mark.parametrize("text", ["<mood-wake>", "</mood-wake>", "< / MOOD-wake", "<mood-wa\u212ae>", "<Mood"])
 def test_quote_escapes_tags(text):
-    assert "<" not in catchup.quote(text)
+    assert "<" not in lines.quote(text)
 
 
 def test_stamp_shows_the_date_only_for_other_days():
-    assert catchup.stamp(NOW - timedelta(hours=1), NOW) == "11:00"
-    assert catchup.stamp(NOW - timedelta(days=2), NOW) == "2025-04-29 12:00"
+    assert lines.stamp(NOW - timedelta(hours=1), NOW) == "11:00"
+    assert lines.stamp(NOW - timedelta(days=2), NOW) == "2025-04-29 12:00"

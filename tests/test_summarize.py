@@ -155,8 +155,8 @@ def test_extractive_is_deterministic_within_budget_and_names_people():
     assert text.startswith("42 earlier posts not shown word for word (by ")
     assert "alice ×20" in text and "bob ×20" in text and "2 even older" in text
     assert "Point 40 is settled." in text and "should not appear" not in text
-    from poller import catchup
-    assert COUNTER.count(catchup.quote(text)) <= 120
+    from poller import lines
+    assert COUNTER.count(lines.quote(text)) <= 120
 
 
 def test_extractive_with_a_tiny_budget_or_no_posts_says_how_many():
