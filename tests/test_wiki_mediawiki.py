@@ -19,10 +19,11 @@ import time
 import pytest
 import sqlalchemy as sa
 
+from doubles import MemoryCache  # tests/doubles.py
 from mediawiki import MediaWiki, SilentServer, mediawiki, running_wiki, silent_server  # noqa: F401
 from poller import config, models
 from wiki_rules import fallback, report
-from wiki_rules.cache import DbCache, MemoryCache
+from wiki_rules.cache import DbCache
 from wiki_rules.source import DialSource
 from wiki_rules.wiki import MwWiki
 

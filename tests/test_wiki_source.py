@@ -9,11 +9,11 @@ import logging
 import pytest
 import sqlalchemy as sa
 
+from doubles import MemoryCache, MemoryWiki  # tests/doubles.py
 from poller import config, errors, models
 from wiki_rules import fallback, report
-from wiki_rules.cache import DbCache, MemoryCache, PageCopy
+from wiki_rules.cache import DbCache, PageCopy
 from wiki_rules.source import DialSource, format_age
-from wiki_rules.wiki import MemoryWiki
 
 T0 = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 TITLE = "Cryptograss:Moods/Dials"

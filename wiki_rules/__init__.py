@@ -13,8 +13,8 @@ The loop builds one source at start-up and asks it once per cycle::
     words = dials.current(now)                       # a DialWords, never blocks long
     words.consider_ask("reserved"), words.verbosity_line("brief"), words.source
 
-Modules: ``parse`` (wikitext to plain wording, pure), ``wiki`` (the wiki and
-its in-memory twin), ``cache`` (the database copy and its twin), ``source``
-(freshness, back-off and fallbacks), ``report`` (the ``dials`` command's body),
-``fallback`` (the built-in wording).
+Modules: ``parse`` (wikitext to plain wording, pure), ``wiki`` (the wiki),
+``cache`` (the last good copy, kept through :mod:`poller.store.dialcache`),
+``source`` (freshness, back-off and fallbacks), ``report`` (the ``dials``
+command's body), ``fallback`` (the built-in wording).
 """

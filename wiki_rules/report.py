@@ -10,9 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from importlib import resources
 from pathlib import Path
-from typing import Optional
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Optional
 
 from poller import config as config_mod
 from poller import errors
@@ -21,6 +19,9 @@ from wiki_rules.cache import DbCache
 from wiki_rules.source import DialSource, DialStatus, build_wiki, format_age
 from wiki_rules.wiki import Wiki
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
 PAGE_FILE = "dials.wikitext"
 OPEN_PAGE_WARNING = ("anyone can edit this page, and agents are told what it says: "
                      "protect it from anonymous edits")
@@ -28,7 +29,7 @@ NO_WIKI_WARNING = "no wiki configured (wiki.site is empty): built-in wording onl
 SEED_SUMMARY = "Starting dial wording for the Mood poller"
 
 
-def show(cfg: config_mod.Config, engine: sa.Engine, now: dt.datetime, *,
+def show(cfg: config_mod.Config, engine: Engine, now: dt.datetime, *,
          refresh: bool = False, wiki: Optional[Wiki] = None) -> tuple[DialStatus, bool]:
     """The wording in use at *now*, and whether a forced refresh (if asked) worked."""
     source = DialSource(cfg.wiki, DbCache(engine), wiki=wiki)

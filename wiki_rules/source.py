@@ -20,9 +20,7 @@ import datetime as dt
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Optional
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Optional
 
 from poller import config as config_mod
 from poller import errors
@@ -30,6 +28,9 @@ from wiki_rules import fallback
 from wiki_rules.cache import Cache, DbCache, PageCopy
 from wiki_rules.parse import Parsed, parse_dials
 from wiki_rules.wiki import MwWiki, Wiki
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class DialSource:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, cfg: config_mod.Config, engine: sa.Engine) -> "DialSource":
+    def from_config(cls, cfg: config_mod.Config, engine: Engine) -> "DialSource":
         """The source the service uses: the configured wiki, cached in its database."""
         return cls(cfg.wiki, DbCache(engine))
 

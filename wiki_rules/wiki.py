@@ -1,8 +1,8 @@
 """The MediaWiki the dial wording lives on, behind a small interface.
 
-:class:`MwWiki` talks to a real wiki with mwclient; :class:`MemoryWiki` is
-its in-memory twin for unit tests.  Both raise :class:`poller.errors.WikiError`
-(or its :class:`PageMissing`) and nothing else.
+:class:`Wiki` is the interface; :class:`MwWiki` talks to a real wiki with
+mwclient.  Its reads and writes raise :class:`poller.errors.WikiError` (or
+its :class:`PageMissing`) and nothing else.
 
 mwclient's defaults would retry a dead wiki 25 times with growing sleeps and
 wait 30 s per request, and its ``Site()`` constructor asks the wiki for site
@@ -183,38 +183,3 @@ def _within(seconds: float, message: str, work: Callable[[], T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]
-
-
-class MemoryWiki:
-    """In-memory twin of :class:`MwWiki`: pages by title, and a switch to take it down."""
-
-    def __init__(self, site: str = "memory://wiki") -> None:
-        self.site = site
-        self.pages: dict[str, Fetched] = {}
-        self.down = False
-        self.reads = 0
-        self._revid = 0
-
-    def edit(self, title: str, text: str, *, protected: Optional[bool] = False) -> int:
-        self._revid += 1
-        self.pages[title] = Fetched(revid=self._revid, wikitext=text, protected=protected)
-        return self._revid
-
-    def delete(self, title: str) -> None:
-        del self.pages[title]
-
-    def fetch(self, title: str) -> Fetched:
-        self.reads += 1
-        if self.down:
-            raise errors.WikiError("memory wiki is down")
-        if title not in self.pages:
-            raise PageMissing(f"{title!r} does not exist")
-        return self.pages[title]
-
-    def write(self, title: str, text: str, summary: str, *, user: str, password: str,
-              overwrite: bool = False) -> int:
-        if self.down:
-            raise errors.WikiError("memory wiki is down")
-        if title in self.pages and not overwrite:
-            raise errors.WikiError(f"{title!r} already exists; pass --force to replace it")
-        return self.edit(title, text)
