@@ -47,7 +47,3 @@ class TokenizerError(ConfigError):
 
 class WikiError(PollerError):
     """The dials wiki could not be read or written."""
-
-
-class WakerError(PollerError):
-    """An agent's turn could not be run."""

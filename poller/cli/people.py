@@ -89,7 +89,6 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
     click.echo(f"added agent {a.handle} ({a.waker})")
 
 
-CLAUDE_ONLY = ("session_dir", "model", "permission_mode", "claude_bin")
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
 
 
