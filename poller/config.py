@@ -24,6 +24,8 @@ ENV_DB = "MOOD_POLLER_DB"
 ENV_CONFIG = "MOOD_POLLER_CONFIG"
 ENV_WIKI_PASSWORD = "MOOD_POLLER_WIKI_BOT_PASSWORD"
 ENV_SUMMARIZER_KEY = "MOOD_POLLER_SUMMARIZER_API_KEY"
+ENV_LAUNCH = "MOOD_POLLER_LAUNCH"
+LAUNCHERS = ("process", "thread")
 SECRET_FIELDS = {"bot_password", "api_key"}
 
 HOUR_S = 3600.0
@@ -92,6 +94,7 @@ class PollerConfig:
     lease: float = 30.0  # SQLite single-poller lease, renewed each cycle
     turn_stale: float = 60.0  # a turn on another machine with no heartbeat this long is closed
     agent_env: str = ""  # comma-separated variables passed to agents beyond PATH, HOME, LANG...
+    launch: str = "process"  # process: a runner process per turn; thread: turns run in the poller
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,9 @@ def _validate(cfg: Config) -> None:
         raise errors.ConfigError("config: wake.prompt_cap_chars must be at least 2000")
     if cfg.poller.interval <= 0:
         raise errors.ConfigError("config: poller.interval must be positive")
+    if cfg.poller.launch not in LAUNCHERS:
+        raise errors.ConfigError(
+            f"config: poller.launch must be {' or '.join(LAUNCHERS)}, got {cfg.poller.launch!r}")
 
 
 def load(path: str | os.PathLike | None = None, db_url: str | None = None,
@@ -206,6 +212,8 @@ def load(path: str | os.PathLike | None = None, db_url: str | None = None,
         secrets["wiki"] = dataclasses.replace(cfg.wiki, bot_password=env[ENV_WIKI_PASSWORD])
     if env.get(ENV_SUMMARIZER_KEY):
         secrets["summarizer"] = dataclasses.replace(cfg.summarizer, api_key=env[ENV_SUMMARIZER_KEY])
+    if env.get(ENV_LAUNCH):
+        secrets["poller"] = dataclasses.replace(cfg.poller, launch=env[ENV_LAUNCH])
     url = db_url or env.get(ENV_DB) or None
     if url:
         secrets["db_url"] = url

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from poller import config as config_mod, db, loop, observe, tokens
+from poller import config as config_mod, db, launch, loop, observe, tokens
 from poller.store import Store
 
 T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.timezone.utc)
@@ -128,7 +128,8 @@ def run(directory: Optional[str] = None, echo: Callable[[str], None] = print) ->
 
 
 def _play(store: Store, cfg: config_mod.Config, echo: Callable[[str], None]) -> dict:
-    poller = loop.Poller(store, cfg, detach=False)
+    # Turns run in this process: the agents are still real subprocesses.
+    poller = loop.Poller(store, cfg, launcher=launch.ThreadLauncher(store, cfg))
     summary: dict = {"wakes": {}, "replies": []}
     try:
         for step in SCRIPT:

@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from poller import errors, logs, observe as insight, text
+from poller import errors, logs
 from poller.cli import App, common, pass_app
 
 
@@ -55,8 +55,8 @@ def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> 
             click.echo(w.text)
         else:
             click.echo(f"woke {w.agent} in {w.mood}: {w.kind} (wake {w.wake_id}, tools {w.tools})")
-    if wait:
-        poller.wait()
+    if wait or not poller.launcher.detaches:
+        poller.wait()  # turns run inside this process, or --wait asked for them
     if dry_run:
         click.echo(f"dry run: {len(report.wakes)} wake(s), nothing changed")
 
@@ -102,6 +102,8 @@ def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | N
     """List recent wakes (``wakes show ID`` prints one in full)."""
     if ctx.invoked_subcommand is not None:
         return
+    from poller import observe as insight
+
     app: App = ctx.obj
     rows = insight.wakes(app.store, mood=mood, agent=agent, kind=kind, limit=limit)
     if as_json:
@@ -118,6 +120,8 @@ def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | N
 @pass_app
 def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
     """Print the full text of wake WAKE_ID."""
+    from poller import observe as insight
+
     w = insight.wake(app.store, wake_id)
     if as_json:
         common.echo_json(w)
@@ -137,6 +141,8 @@ def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
 @pass_app
 def why(app: App, slug: str, handle: str, as_json: bool) -> None:
     """Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."""
+    from poller import observe as insight
+
     answer = insight.why(app.store, slug, handle, app.now())
     if as_json:
         common.echo_json(answer)
@@ -166,6 +172,8 @@ def why(app: App, slug: str, handle: str, as_json: bool) -> None:
 @pass_app
 def status(app: App, as_json: bool) -> None:
     """Agents (idle / at work / held), turns in flight, holds and next due times."""
+    from poller import observe as insight
+
     st = insight.status(app.store, app.now())
     if as_json:
         common.echo_json(st)
@@ -189,6 +197,8 @@ def status(app: App, as_json: bool) -> None:
 @pass_app
 def scram(app: App, lift: bool, by: str | None) -> None:
     """Emergency stop: wake nothing anywhere and end running turns."""
+    from poller import observe as insight
+
     if lift:
         lifted = insight.lift_scram(app.store, app.now())
         click.echo("emergency stop lifted; what was owed is still owed" if lifted

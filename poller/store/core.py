@@ -1,9 +1,10 @@
-"""The store: every read and write the service makes, as domain verbs.
+"""The store's core: the engine, its transactions, and the people-facing verbs.
 
-Callers never build SQL; they call ``store.add_post(...)``,
-``store.resolve_settings(...)`` and so on, and get frozen values back
-(:mod:`poller.values`), never live ORM rows.  Each verb is one short
-transaction.  Writes on SQLite take the write lock up front (BEGIN
+Moods, people, agents, posts, sign-ins and settings: each ``Store`` method is
+one short transaction and hands back frozen values (:mod:`poller.values`),
+never live ORM rows.  The cycle's and the turns' verbs, which work inside a
+transaction their caller holds, live beside this module
+(:mod:`poller.store.cycle`, :mod:`poller.store.turns`, ...).  Writes on SQLite take the write lock up front (BEGIN
 IMMEDIATE, see :mod:`poller.db`) so concurrent writers wait instead of
 failing halfway.
 """
@@ -22,8 +23,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from poller import errors, settings, text, tokens, values
 from poller.models import Agent, Mention, Mood, Participant, Post, Setting, SignIn
 
-TRUST_LEVELS = ("full", "look", "none")
-WAKERS = ("command", "claude-code", "url")
+from poller.kinds import PostKind, Trust, Waker, names
+
+TRUST_LEVELS = names(Trust)
+WAKERS = names(Waker)
 
 
 class Store:
@@ -215,19 +218,8 @@ class Store:
     def _insert_post(self, s: Session, mood: Mood, who: Participant, body: str,
                      now: dt.datetime, reply_to: Optional[int], kind: str,
                      n_tokens: int) -> values.PostInfo:
-        target_sender = None
-        if reply_to is not None:
-            target = s.get(Post, reply_to)
-            if target is None or target.mood_id != mood.id:
-                raise errors.NotFound(f"no post {reply_to} in Mood {mood.slug!r} to reply to")
-            target_sender = target.sender_id
-        post = Post(mood_id=mood.id, sender_id=who.id, created_at=now, text=body,
-                    kind=kind, reply_to=reply_to, tokens=n_tokens)
-        s.add(post)
-        s.flush()
-        if kind == "post":
-            record_mentions(s, post, target_sender)
-        s.flush()
+        post = insert_post(s, None, mood.id, who.id, body, now, kind=kind, reply_to=reply_to,
+                           n_tokens=n_tokens)
         return values.PostInfo(post.id, mood.slug, who.handle, who.kind, now, body, kind,
                                reply_to, n_tokens)
 
@@ -321,12 +313,51 @@ class Store:
 
     @staticmethod
     def _resolve(s: Session, mood_id, agent_id, now) -> dict[str, settings.Resolved]:
-        q = sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key,
-                      Setting.value, Setting.until).where(
-            sa.or_(Setting.mood_id.is_(None), Setting.mood_id == mood_id),
-            sa.or_(Setting.agent_id.is_(None), Setting.agent_id == agent_id))
-        rows = [settings.Row(*r) for r in s.execute(q)]
-        return settings.resolve(rows, mood_id, agent_id, now)
+        return resolve_in(s, mood_id, agent_id, now)
+
+
+def resolve_in(s: Session, mood_id: Optional[int], agent_id: Optional[int],
+               now: dt.datetime) -> dict[str, settings.Resolved]:
+    """Settings as they apply to (Mood, agent), reading only the rows that can apply."""
+    q = sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key,
+                  Setting.value, Setting.until).where(
+        sa.or_(Setting.mood_id.is_(None), Setting.mood_id == mood_id),
+        sa.or_(Setting.agent_id.is_(None), Setting.agent_id == agent_id))
+    rows = [settings.Row(r.id, r.mood_id, r.agent_id, r.key, r.value, r.until)
+            for r in s.execute(q)]
+    return settings.resolve(rows, mood_id, agent_id, now)
+
+
+def insert_post(s: Session, counter: Optional[tokens.Counter], mood_id: int, sender_id: int,
+                body: str, now: dt.datetime, *, kind: str = PostKind.POST,
+                reply_to: Optional[int] = None, n_tokens: Optional[int] = None) -> Post:
+    """The one way a post enters a Mood, a person's or an agent's reply alike.
+
+    Conversation (``post``) is validated as ``mood-poller post`` validates it
+    (not empty, not too long, no NUL) and its mentions are recorded; the
+    service's own notes and an agent's silence lose any NUL byte.
+    """
+    if kind == PostKind.POST:
+        text.check_post_text(body)
+    else:
+        body = body.replace("\x00", "")
+    target_sender = None
+    if reply_to is not None:
+        target = s.get(Post, reply_to)
+        if target is None or target.mood_id != mood_id:
+            slug = s.scalar(sa.select(Mood.slug).where(Mood.id == mood_id))
+            raise errors.NotFound(f"no post {reply_to} in Mood {slug!r} to reply to")
+        target_sender = target.sender_id
+    if n_tokens is None:
+        n_tokens = counter.count(body)
+    post = Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body, kind=kind,
+                reply_to=reply_to, tokens=n_tokens)
+    s.add(post)
+    s.flush()
+    if kind == PostKind.POST:
+        record_mentions(s, post, target_sender)
+        s.flush()
+    return post
 
 
 def record_mentions(s: Session, post: Post, replied_to: Optional[int] = None) -> None:

@@ -1,28 +1,30 @@
-"""The loop's reads and writes: cursors, listeners, owed mentions, wakes, decisions.
+"""The cycle's reads and writes: cursors, listeners, owed mentions, wakes, decisions.
 
-Every function takes an open Session (one short transaction, opened by
-:mod:`poller.loop`) so a claim and the rows it writes commit together.  On
+Every verb takes the open transaction (a Session, opened by the cycle through
+``Store.writing``) so a claim and the rows it writes commit together.  On
 PostgreSQL, rows several pollers may reach are claimed with ``FOR UPDATE
 SKIP LOCKED``: a row another poller holds is simply not ours this cycle.
+Rows come back as named records or as the listener row itself, whose
+attributes the cycle updates in place.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import socket
+from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller import settings
+from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood,
                            Owed, Participant, Post, Setting, SignIn, Wake, WakePost)
+from poller import procs
+from poller.procs import pid_alive
+from poller.values import AgentInfo, MoodInfo
 
-HOST = socket.gethostname()
-IN_FLIGHT = ("pending", "running")
-FINISHED = ("replied", "silent", "failed", "cut_off")
 
 
 def skip_locked(s: Session, q):
@@ -73,7 +75,7 @@ def _holder_dead(holder: str) -> bool:
     """A holder on this host whose process is gone (a crash) need not be waited out."""
     host, _, rest = holder.partition(":")
     pid = rest.partition(":")[0]
-    return host == HOST and pid.isdigit() and not pid_alive(int(pid))
+    return host == procs.HOST and pid.isdigit() and not pid_alive(int(pid))
 
 
 def drop_lease(s: Session, name: str, holder: str) -> None:
@@ -85,8 +87,44 @@ def claim_cursor(s: Session, name: str) -> Optional[Cursor]:
     return s.scalar(skip_locked(s, sa.select(Cursor).where(Cursor.name == name)))
 
 
+def cursor_exists(s: Session, name: str) -> bool:
+    return s.get(Cursor, name) is not None
+
+
+@dataclass(frozen=True)
+class RecentMood:
+    """A Mood where a person spoke lately: when, and the post."""
+
+    mood_id: int
+    at: dt.datetime
+    post_id: int
+
+
+def start_cursors(s: Session, now: dt.datetime) -> int:
+    """A new deployment's cursors, at the newest post and sign-in; returns the newest post id."""
+    newest = max_id(s, Post.id)
+    s.add(Cursor(name="posts", value=newest, at=now))
+    s.add(Cursor(name="signins", value=max_id(s, SignIn.id), at=now))
+    return newest
+
+
+def moods_people_spoke_in(s: Session, since: dt.datetime) -> list[RecentMood]:
+    q = (sa.select(Post.mood_id, sa.func.max(Post.created_at).label("at"),
+                   sa.func.max(Post.id).label("post_id"))
+         .join(Participant, Participant.id == Post.sender_id)
+         .where(Participant.kind == ParticipantKind.PERSON, Post.kind == PostKind.POST,
+                Post.created_at > since)
+         .group_by(Post.mood_id))
+    return [RecentMood(r.mood_id, r.at, r.post_id) for r in s.execute(q)]
+
+
 def max_id(s: Session, column) -> int:
     return s.scalar(sa.select(sa.func.coalesce(sa.func.max(column), 0))) or 0
+
+
+def lift_holds(s: Session, now: dt.datetime) -> None:
+    """Make every held listener due now (new settings may lift a hold)."""
+    s.execute(sa.update(Listener).where(Listener.hold_reason.is_not(None)).values(due_at=now))
 
 
 # -- Settings, cached per cycle ------------------------------------------------------
@@ -133,9 +171,10 @@ class SettingsCache:
 # -- Agents and listeners ------------------------------------------------------------
 
 
-def agent_rows(s: Session) -> list[tuple[Participant, Agent]]:
+def agents(s: Session) -> dict[int, AgentInfo]:
+    """Every agent, by participant id."""
     q = sa.select(Participant, Agent).join(Agent, Agent.participant_id == Participant.id)
-    return [tuple(r) for r in s.execute(q)]
+    return {p.id: AgentInfo.from_rows(p, a) for p, a in s.execute(q)}
 
 
 def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], Listener]:
@@ -170,10 +209,11 @@ def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]
 
 
 def due_listeners(s: Session, now: dt.datetime, limit: int) -> list[tuple[int, int]]:
+    """(agent_id, mood_id) of listeners due by *now*, soonest first."""
     q = (sa.select(Listener.agent_id, Listener.mood_id)
          .where(Listener.due_at.is_not(None), Listener.due_at <= now)
          .order_by(Listener.due_at).limit(limit))
-    return [tuple(r) for r in s.execute(q)]
+    return [(r.agent_id, r.mood_id) for r in s.execute(q)]
 
 
 def claim_listener(s: Session, agent_id: int, mood_id: int) -> Optional[Listener]:
@@ -190,11 +230,6 @@ def owed_posts(s: Session, agent_id: int, mood_id: int) -> list[int]:
     q = (sa.select(Owed.post_id).where(Owed.agent_id == agent_id, Owed.mood_id == mood_id)
          .order_by(Owed.post_id))
     return list(s.scalars(q))
-
-
-def has_owed(s: Session, agent_id: int, mood_id: int) -> bool:
-    q = sa.select(Owed.post_id).where(Owed.agent_id == agent_id, Owed.mood_id == mood_id).limit(1)
-    return s.scalar(q) is not None
 
 
 # -- Wakes -----------------------------------------------------------------------------
@@ -234,7 +269,7 @@ def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, 
     """Record a wake and the posts it answers, before its turn starts."""
     wake = Wake(agent_id=agent_id, mood_id=mood_id, kind=kind, tools=tools, status="pending",
                 created_at=now, text=text, prompt_tokens=prompt_tokens, dial_source=dial_source,
-                about_id=about_id, seen_id=seen_id, host=HOST, error="")
+                about_id=about_id, seen_id=seen_id, host=procs.HOST, error="")
     s.add(wake)
     s.flush()
     if answers:
@@ -247,36 +282,6 @@ def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, 
 def answers(s: Session, wake_id: int) -> list[int]:
     q = sa.select(WakePost.post_id).where(WakePost.wake_id == wake_id).order_by(WakePost.post_id)
     return list(s.scalars(q))
-
-
-def pid_alive(pid: Optional[int], marker: str = "") -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if marker:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                return marker.encode() in fh.read()
-        except OSError:
-            return False
-    return True
-
-
-def group_alive(pgid: Optional[int]) -> bool:
-    if not pgid:
-        return False
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 # -- Decisions ---------------------------------------------------------------------------
@@ -305,7 +310,7 @@ def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome:
 
 def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, Decision]:
     out = {}
-    for kind in ("mention", "arrival", "consider", "quiet"):
+    for kind in WakeKind:
         q = (sa.select(Decision).where(Decision.agent_id == agent_id, Decision.mood_id == mood_id,
                                        Decision.kind == kind)
              .order_by(Decision.id.desc()).limit(1))
@@ -318,13 +323,27 @@ def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, Decis
 # -- Posts as the loop needs them ------------------------------------------------------
 
 
-def new_posts(s: Session, after_id: int, limit: int):
+@dataclass(frozen=True)
+class PostEvent:
+    """A new post as the scan sees it: where, who (and their kind and trust), what kind."""
+
+    id: int
+    mood_id: int
+    sender_id: int
+    created_at: dt.datetime
+    kind: str
+    sender_kind: str
+    sender_trust: str
+
+
+def new_posts(s: Session, after_id: int, limit: int) -> list[PostEvent]:
     """Posts after *after_id* with their sender's kind and trust, oldest first."""
     q = (sa.select(Post.id, Post.mood_id, Post.sender_id, Post.created_at, Post.kind,
-                   Participant.kind, Participant.trust)
+                   Participant.kind.label("sender_kind"), Participant.trust)
          .join(Participant, Participant.id == Post.sender_id)
          .where(Post.id > after_id).order_by(Post.id).limit(limit))
-    return s.execute(q).all()
+    return [PostEvent(r.id, r.mood_id, r.sender_id, r.created_at, r.kind, r.sender_kind, r.trust)
+            for r in s.execute(q)]
 
 
 def mentions_between(s: Session, lo: int, hi: int, agent_ids: set[int]) -> dict[int, set[int]]:
@@ -337,11 +356,44 @@ def mentions_between(s: Session, lo: int, hi: int, agent_ids: set[int]) -> dict[
     return out
 
 
-def new_signins(s: Session, after_id: int, limit: int):
-    q = (sa.select(SignIn.id, SignIn.participant_id, SignIn.mood_id, SignIn.at, Participant.kind)
-         .join(Participant, Participant.id == SignIn.participant_id)
+@dataclass(frozen=True)
+class SignInEvent:
+    id: int
+    participant_id: int
+    mood_id: int
+    at: dt.datetime
+
+
+def new_signins(s: Session, after_id: int, limit: int) -> list[SignInEvent]:
+    q = (sa.select(SignIn.id, SignIn.participant_id, SignIn.mood_id, SignIn.at)
          .where(SignIn.id > after_id).order_by(SignIn.id).limit(limit))
-    return s.execute(q).all()
+    return [SignInEvent(r.id, r.participant_id, r.mood_id, r.at) for r in s.execute(q)]
+
+
+@dataclass(frozen=True)
+class SignInRecord:
+    id: int
+    participant_id: int
+    handle: str
+    trust: str
+    label: str
+
+
+def signin(s: Session, signin_id: int) -> SignInRecord:
+    row = s.get(SignIn, signin_id)
+    who = s.get(Participant, row.participant_id)
+    return SignInRecord(row.id, who.id, who.handle, who.trust, row.label or "")
+
+
+def next_signin(s: Session, mood_id: int, after_id: int, not_by: int, since: dt.datetime) -> int:
+    """The next sign-in here after *after_id*, still fresh and not by *not_by*; 0 if none."""
+    return s.scalar(sa.select(sa.func.min(SignIn.id)).where(
+        SignIn.mood_id == mood_id, SignIn.id > after_id, SignIn.participant_id != not_by,
+        SignIn.at > since)) or 0
+
+
+def newest_signin(s: Session, mood_id: int) -> int:
+    return s.scalar(sa.select(sa.func.max(SignIn.id)).where(SignIn.mood_id == mood_id)) or 0
 
 
 def last_spoke_id(s: Session, agent_id: int, mood_id: int) -> int:
@@ -375,5 +427,76 @@ def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int, limit: int) 
     return s.scalar(sa.select(sa.func.count()).select_from(inner)) or 0
 
 
-def mood_row(s: Session, mood_id: int) -> Mood:
-    return s.get(Mood, mood_id)
+def mood(s: Session, mood_id: int) -> MoodInfo:
+    return MoodInfo.from_row(s.get(Mood, mood_id))
+
+
+# -- What a mention is made of ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sender:
+    kind: str
+    trust: str
+
+
+def senders(s: Session, post_ids: list[int]) -> list[Sender]:
+    """The kind and trust of whoever sent each of *post_ids*."""
+    if not post_ids:
+        return []
+    q = (sa.select(Participant.kind, Participant.trust)
+         .join(Post, Post.sender_id == Participant.id).where(Post.id.in_(post_ids)))
+    return [Sender(r.kind, r.trust) for r in s.execute(q)]
+
+
+def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt.datetime,
+                    tokens: int) -> None:
+    s.add(Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
+               kind=PostKind.SYSTEM, reply_to=None, tokens=tokens))
+
+
+# -- Recovery --------------------------------------------------------------------------------
+
+
+def in_flight_on_host(s: Session) -> list[Wake]:
+    """Turns this machine started or was to start, locked (busy ones skipped)."""
+    return list(s.scalars(skip_locked(s, sa.select(Wake).where(
+        Wake.status.in_(IN_FLIGHT), Wake.host == procs.HOST))))
+
+
+def silent_elsewhere(s: Session, stale: dt.datetime) -> list[Wake]:
+    """Turns another machine runs whose heartbeat has been silent since *stale*."""
+    return list(s.scalars(skip_locked(s, sa.select(Wake).where(
+        Wake.status == WakeStatus.RUNNING, Wake.host != procs.HOST,
+        sa.func.coalesce(Wake.heartbeat_at, Wake.started_at) < stale))))
+
+
+def unstarted_elsewhere(s: Session, before: dt.datetime) -> list[int]:
+    """Wakes another machine recorded before *before* and never started."""
+    return list(s.scalars(sa.select(Wake.id).where(
+        Wake.status == WakeStatus.PENDING, Wake.host != procs.HOST, Wake.runner_pid.is_(None),
+        Wake.created_at < before)))
+
+
+def fingerprint(s: Session, l: Listener, now: dt.datetime) -> tuple:
+    """What a wake decision rested on: the listener, what is owed, the agent's load.
+
+    Taken when a wake is decided and again when it is recorded; if they
+    differ, something moved in between (a turn settled, another poller woke
+    the agent) and the decision is made afresh.
+    """
+    from poller import law
+
+    return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
+            l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
+            tuple(owed_posts(s, l.agent_id, l.mood_id)),
+            in_flight_here(s, l.agent_id, l.mood_id) is not None,
+            running_count(s, l.agent_id), len(wake_times(s, l.agent_id, now - law.HOUR)))
+
+
+def newest_person_post(s: Session, mood_id: int) -> int:
+    """The newest post a person made in the Mood; 0 if none."""
+    return s.scalar(
+        sa.select(sa.func.max(Post.id)).join(Participant, Participant.id == Post.sender_id)
+        .where(Post.mood_id == mood_id, Participant.kind == ParticipantKind.PERSON,
+               Post.kind == PostKind.POST)) or 0

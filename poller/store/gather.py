@@ -1,6 +1,6 @@
-"""Reading what one wake is made of out of the store, as a ``WakeRequest``.
+"""Reading what one wake is made of: posts, catch-up, and the optional lines.
 
-The composer is pure; this module is its edge: it picks the posts that woke
+The composer is pure; this module is its edge in the store: it reads the posts that woke
 the agent, the catch-up candidates (since the agent last spoke for a
 mention, the Mood lately for the rest), who else was asked, and whether the
 agent's last turn here was cut off.  ``extras`` reads the optional lines: the
@@ -20,7 +20,9 @@ from typing import Optional, Sequence
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import compose, settings, state
+from poller import compose, settings
+from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, WakeStatus
+from poller.store import cycle
 from poller.models import (Handoff, Mention, Mood, Participant, Post, Refusal, Setting, Turn,
                            Wake)
 
@@ -33,9 +35,10 @@ LINK_RE = re.compile(r"(?:/moods/(?P<slug>[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)/
 
 
 def _wake_posts(rows) -> list[compose.WakePost]:
-    return [compose.WakePost(id=p.id, sender=h, created_at=p.created_at, text=p.text,
-                             tokens=p.tokens, sender_is_agent=k == "agent", kind=p.kind,
-                             reply_to=p.reply_to) for p, h, k in rows]
+    return [compose.WakePost(id=r.Post.id, sender=r.handle, created_at=r.Post.created_at,
+                             text=r.Post.text, tokens=r.Post.tokens,
+                             sender_is_agent=r.kind == ParticipantKind.AGENT, kind=r.Post.kind,
+                             reply_to=r.Post.reply_to) for r in rows]
 
 
 def _posts_query():
@@ -49,17 +52,15 @@ def posts_by_id(s: Session, ids: Sequence[int]) -> list[compose.WakePost]:
     return _wake_posts(s.execute(_posts_query().where(Post.id.in_(ids)).order_by(Post.id)))
 
 
-def history(s: Session, mood_id: int, after_id: int, exclude: set[int],
-            upto_id: Optional[int] = None) -> tuple[list[compose.WakePost], int]:
+def history(s: Session, mood_id: int, after_id: int,
+            exclude: set[int]) -> tuple[list[compose.WakePost], int]:
     """Posts after *after_id* (newest HISTORY_POSTS), and how many older ones were left out."""
     q = _posts_query().where(Post.mood_id == mood_id, Post.id > after_id)
-    if upto_id is not None:
-        q = q.where(Post.id <= upto_id)
     rows = s.execute(q.order_by(Post.id.desc()).limit(HISTORY_POSTS + len(exclude))).all()
     posts = [p for p in _wake_posts(reversed(rows)) if p.id not in exclude]
     earlier = 0
     if len(rows) == HISTORY_POSTS + len(exclude) and rows:
-        oldest = rows[-1][0].id
+        oldest = rows[-1].Post.id
         cq = sa.select(sa.func.count()).where(Post.mood_id == mood_id, Post.id > after_id,
                                               Post.id < oldest)
         earlier = s.scalar(cq) or 0
@@ -73,19 +74,19 @@ def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
     q = (sa.select(Participant.id, Participant.handle).join(Mention, Mention.participant_id == Participant.id)
          .where(Mention.post_id.in_(post_ids), Participant.id != agent_id).distinct())
     out = []
-    for pid, handle in s.execute(q):
-        if pid not in agent_ids:
+    for r in s.execute(q):
+        if r.id not in agent_ids:
             continue
-        busy = s.scalar(sa.select(Wake.id).where(Wake.agent_id == pid,
-                                                 Wake.status.in_(state.IN_FLIGHT)).limit(1))
-        out.append(compose.AlsoAsked(handle, busy is not None))
+        busy = s.scalar(sa.select(Wake.id).where(Wake.agent_id == r.id,
+                                                 Wake.status.in_(IN_FLIGHT)).limit(1))
+        out.append(compose.AlsoAsked(r.handle, busy is not None))
     return sorted(out)
 
 
 def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[compose.CutOff]:
     """The agent's last finished turn here, if it was cut off or failed."""
-    last = state.last_finished(s, agent_id, mood_id)
-    if last is None or last.status not in ("failed", "cut_off"):
+    last = cycle.last_finished(s, agent_id, mood_id)
+    if last is None or last.status not in (WakeStatus.FAILED, WakeStatus.CUT_OFF):
         return None
     return compose.CutOff(last.finished_at, last.error or last.status.replace("_", " "))
 
@@ -118,6 +119,21 @@ def extras(s: Session, agent_id: int, mood_id: int, woke: Sequence[compose.WakeP
     return out
 
 
+def still_untaken(s: Session, ex: Extras) -> bool:
+    """True if no other wake has taken this handed context or these refusals meanwhile."""
+    if ex.handoff_ids:
+        q = sa.select(sa.func.count()).where(Handoff.id.in_(ex.handoff_ids),
+                                             Handoff.taken_wake_id.is_(None))
+        if s.scalar(q) != len(ex.handoff_ids):
+            return False
+    if ex.refusal_ids:
+        q = sa.select(sa.func.count()).where(Refusal.id.in_(ex.refusal_ids),
+                                             Refusal.reported_wake_id.is_(None))
+        if s.scalar(q) != len(ex.refusal_ids):
+            return False
+    return True
+
+
 def taken(s: Session, wake_id: int, ex: Extras) -> None:
     """The wake *wake_id* carries these: record it so no later wake repeats them."""
     s.add(Turn(wake_id=wake_id, settings_seen_id=ex.settings_seen_id))
@@ -136,7 +152,7 @@ def settings_changed(s: Session, agent_id: int, mood_id: int,
     Only rows that changed the value in force for this (Mood, agent) count:
     a global change hidden by a Mood-specific one is not news here.
     """
-    newest = state.max_id(s, Setting.id)
+    newest = cycle.max_id(s, Setting.id)
     q = (sa.select(Turn.settings_seen_id).join(Wake, Wake.id == Turn.wake_id)
          .where(Wake.agent_id == agent_id, Wake.mood_id == mood_id)
          .order_by(Wake.id.desc()).limit(1))
@@ -151,13 +167,17 @@ def settings_changed(s: Session, agent_id: int, mood_id: int,
                 Setting.id <= newest)
          .order_by(Setting.id))
     rows = s.execute(q).all()
-    applied = [settings.Row(*r[:6]) for r in rows if r[0] <= seen]
+
+    def as_row(r) -> settings.Row:
+        return settings.Row(r.id, r.mood_id, r.agent_id, r.key, r.value, r.until)
+
+    applied = [as_row(r) for r in rows if r.id <= seen]
     before = settings.resolve(applied, mood_id, agent_id, now)
     out = []
     for r in rows:
-        if r[0] <= seen:
+        if r.id <= seen:
             continue
-        applied.append(settings.Row(*r[:6]))
+        applied.append(as_row(r))
         after = settings.resolve(applied, mood_id, agent_id, now)
         key = r.key
         if key in after and after[key].value != before[key].value:
@@ -174,7 +194,7 @@ def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, compose.H
                    sa.or_(Handoff.for_agent_id.is_(None), Handoff.for_agent_id == agent_id))
             .order_by(Handoff.id))
     # Another agent's wake may be taking the same "for anyone" context right now.
-    rows = list(s.scalars(state.skip_locked(s, mine)))
+    rows = list(s.scalars(cycle.skip_locked(s, mine)))
     if not rows:
         return []
     out, total = [], 0
@@ -183,11 +203,12 @@ def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, compose.H
          .join(src, src.id == Handoff.from_mood_id)
          .join(Participant, Participant.id == Handoff.agent_id)
          .where(Handoff.id.in_(rows)).order_by(Handoff.id))
-    for h, slug, handle in s.execute(q):
+    for r in s.execute(q):
+        h = r.Handoff
         if out and total + len(h.context) > HANDED_CHARS:
             break
         total += len(h.context)
-        out.append((h.id, compose.Handed(slug, handle, h.about, h.context[:HANDED_CHARS])))
+        out.append((h.id, compose.Handed(r.slug, r.handle, h.about, h.context[:HANDED_CHARS])))
     return out
 
 
@@ -224,7 +245,7 @@ def linked(s: Session, mood_id: int, woke: Sequence[compose.WakePost],
 
 
 def _around(s: Session, target: Post) -> list[compose.WakePost]:
-    base = _posts_query().where(Post.mood_id == target.mood_id, Post.kind == "post")
+    base = _posts_query().where(Post.mood_id == target.mood_id, Post.kind == PostKind.POST)
     before = s.execute(base.where(Post.id < target.id).order_by(Post.id.desc()).limit(LINK_AROUND)).all()
     after = s.execute(base.where(Post.id > target.id).order_by(Post.id).limit(LINK_AROUND)).all()
     me = s.execute(_posts_query().where(Post.id == target.id)).all()

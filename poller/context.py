@@ -1,0 +1,71 @@
+"""What every step of a cycle shares: the store, the knobs, the settings, the report."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Optional
+
+from poller import config as config_mod, law
+from poller.store import Store
+from poller.store.cycle import SettingsCache
+from poller.values import AgentInfo
+from wiki_rules.fallback import BUILT_IN, DialWords
+
+log = logging.getLogger("poller.loop")
+
+
+@dataclass
+class Planned:
+    """A wake recorded this cycle (or, in a dry run, one that would be)."""
+
+    wake_id: Optional[int]
+    agent: str
+    mood: str
+    kind: str
+    tools: str
+    text: str
+    answers: list[int]
+
+
+@dataclass
+class TickReport:
+    started: bool = True  # False: another poller holds the lease
+    holder: str = ""
+    scram: bool = False
+    posts_read: int = 0
+    signins_read: int = 0
+    due: int = 0
+    wakes: list[Planned] = field(default_factory=list)
+    decisions: list[tuple[str, str, str, str]] = field(default_factory=list)  # agent, mood, kind, code
+    recovered: int = 0
+    abandoned: int = 0  # wakes composed but not recorded: the listener changed meanwhile
+
+
+@dataclass
+class Context:
+    """One poller's shared state across the steps of its cycles."""
+
+    store: Store
+    config: config_mod.Config
+    settings: SettingsCache = field(default_factory=SettingsCache)
+    summarizer: object = None
+    dials: DialWords = BUILT_IN  # this cycle's dial wording, read before any transaction
+    agents: dict[int, AgentInfo] = field(default_factory=dict)  # this cycle's agents
+
+    @property
+    def cfg(self) -> config_mod.PollerConfig:
+        return self.config.poller
+
+    @property
+    def counter(self):
+        return self.store.counter
+
+
+def log_decision(agent: str, mood: str, kind: str, d: law.Decision, new: bool) -> None:
+    level = logging.INFO if new else logging.DEBUG
+    log.log(level, "%s in %s: %s %s", agent, mood, kind, d.code,
+            extra={"action": "decision", "agent": agent, "mood": mood, "kind": kind,
+                   "outcome": d.outcome, "reason": d.reason, "code": d.code})
+
+

@@ -1,0 +1,145 @@
+"""Compose and record: a decided wake becomes a draft, its text, then a recorded wake.
+
+The three steps run in three places so nothing slow holds a write lock:
+
+1. :func:`gather` reads what the wake is made of, inside the transaction that
+   claimed the listener and made the decision, and takes a fingerprint of the
+   listener and the agent's caps;
+2. :func:`compose_text` renders it with no transaction open (the summarizer
+   may call an LLM);
+3. :func:`record` opens a short write transaction, claims the listener again,
+   and records the wake with the posts it answers only if the fingerprint is
+   unchanged; otherwise the draft is dropped and the listener, still due, is
+   looked at again next cycle.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Optional
+
+from poller import compose, law
+from poller.context import Context, Planned, TickReport, log_decision
+from poller.kinds import ParticipantKind, Tools, Trust, WakeKind
+from poller.models import Listener
+from poller.store import cycle, gather as reads
+from poller.values import AgentInfo, MoodInfo
+
+
+@dataclass
+class Draft:
+    """A wake decided and gathered, not yet composed or recorded."""
+
+    agent: AgentInfo
+    mood: MoodInfo
+    kind: str
+    tools: str
+    request: compose.WakeRequest
+    answers: list[int]
+    about_id: Optional[int]
+    seen_id: int
+    extras: reads.Extras
+    fingerprint: tuple = ()
+    decision: Optional[law.Decision] = None
+
+
+def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: MoodInfo,
+           values: dict, owed: list[int], now: dt.datetime,
+           force_tools: Optional[str] = None) -> Draft:
+    """Read everything the wake will say, inside the deciding transaction."""
+    woke: list[compose.WakePost] = []
+    arrival, about_id, answers = None, None, []
+    if kind == WakeKind.MENTION:
+        woke, answers = reads.posts_by_id(s, owed), list(owed)
+        hist, earlier = reads.history(s, mood.id, cycle.last_spoke_id(s, agent.id, mood.id),
+                                      set(owed))
+        new_after = None
+    else:
+        hist, _ = reads.history(s, mood.id, 0, set())
+        earlier = 0  # "the Mood lately": older posts are not owed to anyone
+        new_after = l.looked_id or 0
+        if kind == WakeKind.CONSIDER:
+            woke = [p for p in hist if p.id >= l.consider_from_id and not p.sender_is_agent
+                    and p.kind == "post"]
+            chosen = {p.id for p in woke}
+            hist = [p for p in hist if p.id not in chosen]
+        elif kind == WakeKind.ARRIVAL:
+            who = cycle.signin(s, l.arrival_signin_id)
+            about_id = who.participant_id
+            arrival = compose.Arrival(who.handle, who.label or who.handle, who.trust)
+    tools = force_tools or tools_for(s, kind, owed)
+    shown = {p.id for p in woke} | {p.id for p in hist}
+    extras = reads.extras(s, agent.id, mood.id, woke, shown, now)
+    request = compose.WakeRequest(
+        kind=kind, mood=mood.slug, mood_title=mood.title, agent=agent.handle, now=now,
+        tools=tools, woke=woke, history=hist, earlier_count=earlier, new_after_id=new_after,
+        arrival=arrival, also_asked=reads.also_asked(s, answers, agent.id, set(ctx.agents)),
+        cut_off=reads.cut_off(s, agent.id, mood.id),
+        settings_changed=extras.settings_changed, handed=extras.handed,
+        refusals=extras.refusals, linked=extras.linked,
+        discretion=values["discretion"], verbosity=values["verbosity"],
+        dials=ctx.dials, catch_up_tokens=values["catch_up_tokens"])
+    return Draft(agent, mood, kind, tools, request, answers, about_id, max(shown | {0}), extras)
+
+
+def tools_for(s, kind: str, owed: list[int]) -> str:
+    """Full tools only for a mention every one of whose senders is a fully trusted person."""
+    if kind != WakeKind.MENTION:
+        return Tools.LOOK
+    senders = cycle.senders(s, owed)
+    if senders and all(x.kind == ParticipantKind.PERSON and x.trust == Trust.FULL
+                       for x in senders):
+        return Tools.FULL
+    return Tools.LOOK
+
+
+def compose_text(ctx: Context, draft: Draft) -> compose.Wake:
+    """Render the wake: templates, catch-up and summary. Runs with no transaction open."""
+    return compose.compose(draft.request, config=ctx.config.wake, counter=ctx.counter,
+                           summarizer=ctx.summarizer)
+
+
+def record(ctx: Context, s, draft: Draft, wake: compose.Wake, now: dt.datetime,
+           report: TickReport) -> Optional[Planned]:
+    """Record the wake if nothing changed since it was decided; None if something did."""
+    l = cycle.claim_listener(s, draft.agent.id, draft.mood.id)
+    if l is None:
+        return None  # another poller holds it now
+    cycle.lock_agent(s, draft.agent.id)
+    if (cycle.fingerprint(s, l, now) != draft.fingerprint
+            or not reads.still_untaken(s, draft.extras)):
+        return None
+    row = cycle.add_wake(s, agent_id=draft.agent.id, mood_id=draft.mood.id, kind=draft.kind,
+                         tools=draft.tools, text=wake.text, prompt_tokens=wake.prompt_tokens,
+                         dial_source=wake.dial_source, now=now, answers=draft.answers,
+                         about_id=draft.about_id, seen_id=draft.seen_id)
+    reads.taken(s, row.id, draft.extras)  # handed context and refusals go out once
+    cycle.record_decision(s, draft.agent.id, draft.mood.id, draft.kind, "wake", "woke", None,
+                          now, row.id)
+    after_wake(ctx, s, l, draft, now)
+    report.decisions.append((draft.agent.handle, draft.mood.slug, draft.kind, "woke"))
+    log_decision(draft.agent.handle, draft.mood.slug, draft.kind,
+                 draft.decision or law.Decision("wake", "", None), True)
+    return Planned(row.id, draft.agent.handle, draft.mood.slug, draft.kind, draft.tools,
+                   wake.text, draft.answers)
+
+
+def after_wake(ctx: Context, s, l: Listener, draft: Draft, now: dt.datetime) -> None:
+    """The listener once the wake is recorded: what it saw, what is taken care of."""
+    l.looked_id = max(l.looked_id or 0, draft.seen_id)
+    l.hold_reason, l.hold_since = None, None
+    if draft.kind in (WakeKind.MENTION, WakeKind.CONSIDER):
+        if l.consider_from_id and l.consider_from_id <= draft.seen_id:
+            l.consider_from_id, l.consider_due_at = 0, None
+    if draft.kind == WakeKind.ARRIVAL:
+        l.arrival_signin_id = next_arrival(ctx, s, l, now)
+    if draft.kind == WakeKind.QUIET:
+        l.quiet_due_at = None  # set again when the look settles
+    l.due_at = None  # the turn's settling makes it due again
+
+
+def next_arrival(ctx: Context, s, l: Listener, now: dt.datetime) -> int:
+    """The sign-in after the one just dealt with, still fresh and not the agent's own."""
+    since = now - dt.timedelta(seconds=ctx.cfg.arrival_window)
+    return cycle.next_signin(s, l.mood_id, l.arrival_signin_id, l.agent_id, since)

@@ -1,0 +1,82 @@
+"""The service's vocabularies, each defined once.
+
+They are ``StrEnum``s: a member *is* its string, so it is stored, compared,
+printed and put in JSON as the plain word, and a value read back from the
+database compares equal to the member.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class WakeKind(StrEnum):
+    """Why an agent is woken, in the order the loop weighs them."""
+
+    MENTION = "mention"
+    ARRIVAL = "arrival"
+    CONSIDER = "consider"
+    QUIET = "quiet"
+
+
+class WakeStatus(StrEnum):
+    """pending -> running -> one of the finished statuses."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    REPLIED = "replied"
+    SILENT = "silent"
+    FAILED = "failed"
+    CUT_OFF = "cut_off"
+
+
+IN_FLIGHT = (WakeStatus.PENDING, WakeStatus.RUNNING)
+FINISHED = (WakeStatus.REPLIED, WakeStatus.SILENT, WakeStatus.FAILED, WakeStatus.CUT_OFF)
+
+
+class Tools(StrEnum):
+    """What a turn may do: everything its waker allows, or only look."""
+
+    FULL = "full"
+    LOOK = "look"
+
+
+class Trust(StrEnum):
+    """How far a person's mention reaches: full-tool turns, look-only turns, or nothing."""
+
+    FULL = "full"
+    LOOK = "look"
+    NONE = "none"
+
+
+class ParticipantKind(StrEnum):
+    PERSON = "person"
+    AGENT = "agent"
+
+
+class PostKind(StrEnum):
+    """Conversation (post, an agent's silence) and the service's own notes."""
+
+    POST = "post"
+    SILENT = "silent"
+    SYSTEM = "system"
+    HANDOFF = "handoff"
+
+
+class Waker(StrEnum):
+    COMMAND = "command"
+    CLAUDE_CODE = "claude-code"
+    URL = "url"
+
+
+class Outcome(StrEnum):
+    """What ``law.decide`` says about one candidate wake."""
+
+    WAKE = "wake"
+    HOLD = "hold"
+    DEFER = "defer"
+    SKIP = "skip"
+
+
+def names(enum) -> tuple[str, ...]:
+    return tuple(m.value for m in enum)

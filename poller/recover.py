@@ -1,0 +1,66 @@
+"""Restart safety: close turns whose runner is gone; find wakes nobody started.
+
+A turn whose runner died on this machine is closed as cut off (and its
+agent's process group killed); a turn another machine runs whose heartbeat
+has gone silent is closed too.  A wake recorded but never started, here by a
+poller that died before starting it or elsewhere by a dead machine, is
+returned to be started: the runner's claim makes sure only one poller does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import signal
+
+from poller.context import Context
+from poller.kinds import WakeStatus
+from poller import procs
+from poller.procs import group_alive, pid_alive
+from poller.store import cycle, turns
+
+UNSTARTED_GRACE = dt.timedelta(seconds=60)
+RUNNER_MARKERS = ("poller",)  # in the command line of a runner, or of a poller running turns itself
+
+
+def recover(ctx: Context, now: dt.datetime, ours: set[int]) -> tuple[int, list[int]]:
+    """Close dead turns; returns (how many closed, wake ids to start)."""
+    closed, start = 0, []
+    with ctx.store.writing() as s:
+        # Locked and skipped when busy: a runner settling its turn right now
+        # holds its row, and another poller recovering holds the rest.
+        for w in cycle.in_flight_on_host(s):
+            if w.id in ours:
+                continue
+            if w.status == WakeStatus.RUNNING and not runner_alive(w.runner_pid):
+                end_turn(ctx.counter, s, w, "its turn was cut off: the poller or its runner stopped "
+                                    "during the turn", now)
+                closed += 1
+            elif (w.status == WakeStatus.PENDING and w.runner_pid is None
+                  and w.created_at < now - UNSTARTED_GRACE):
+                start.append(w.id)
+        stale = now - dt.timedelta(seconds=ctx.cfg.turn_stale)
+        for w in cycle.silent_elsewhere(s, stale):
+            end_turn(ctx.counter, s, w, f"its turn was cut off: the machine running it ({w.host}) "
+                                f"stopped answering", now)
+            closed += 1
+        start += cycle.unstarted_elsewhere(s, now - UNSTARTED_GRACE)
+    return closed, start
+
+
+def runner_alive(pid) -> bool:
+    return any(pid_alive(pid, marker) for marker in RUNNER_MARKERS)
+
+
+def end_turn(counter, s, w, why: str, now: dt.datetime) -> None:
+    """Close a turn as cut off, killing its agent first if it runs on this machine."""
+    kill_agent(w)
+    turns.close(s, counter, w, WakeStatus.CUT_OFF, why, now)
+
+
+def kill_agent(w) -> None:
+    # A process group id means something only on the machine that ran the turn.
+    if w.host == procs.HOST and w.agent_pgid and group_alive(w.agent_pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(w.agent_pgid, signal.SIGKILL)

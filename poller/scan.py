@@ -1,0 +1,132 @@
+"""Detect: read new posts and sign-ins past the cursors; touch only their listeners.
+
+Each call reads one batch (``BATCH`` rows) inside the caller's short write
+transaction and moves the cursor past it; the cycle calls again until a batch
+comes back short, so a burst is drained in one cycle without holding the
+write lock long.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from poller.context import Context, log
+from poller.kinds import ParticipantKind, PostKind, Trust
+from poller.models import Listener, Owed
+from poller.store import cycle
+
+BATCH = 1_000  # rows read per transaction: bounds the scan's memory and write-lock time
+
+
+def posts(ctx: Context, s, now: dt.datetime) -> int:
+    """Read one batch of new posts; returns how many were read."""
+    cur = cycle.claim_cursor(s, "posts")
+    if cur is None:
+        if not cycle.cursor_exists(s, "posts"):
+            first_run(ctx, s, now)
+        return 0  # first run, or another poller is reading them right now
+    rows = cycle.new_posts(s, cur.value, BATCH)
+    if not rows:
+        return 0
+    agent_ids = set(ctx.agents)
+    mentioned = cycle.mentions_between(s, cur.value, rows[-1].id, agent_ids)
+    listeners = cycle.listeners_for(s, {(a, r.mood_id) for r in rows for a in agent_ids})
+    owed: set[tuple[int, int, int]] = set()
+    for r in rows:
+        addressed = mentioned.get(r.id, set())
+        if r.sender_trust == Trust.NONE and r.sender_kind == ParticipantKind.PERSON:
+            addressed = set()  # people with trust none: a mention is just text
+        for agent_id in agent_ids:
+            apply_post(ctx, listeners[(agent_id, r.mood_id)], r, agent_id, addressed, now, owed)
+    s.add_all(Owed(agent_id=a, post_id=p, mood_id=m) for a, p, m in owed)
+    owed_pairs = {(a, m) for a, _, m in owed}
+    for pair, row in listeners.items():
+        reschedule(row, pair in owed_pairs, now)
+    cur.value, cur.at = rows[-1].id, now
+    return len(rows)
+
+
+def apply_post(ctx: Context, l: Listener, r: cycle.PostEvent, agent_id: int,
+               addressed: set[int], now: dt.datetime, owed: set) -> None:
+    """What one post means for one agent's listener in its Mood."""
+    if r.kind not in (PostKind.POST, PostKind.SILENT):
+        return  # system notes and handoff events are not conversation
+    values = ctx.settings.values(r.mood_id, agent_id, now)
+    idle = dt.timedelta(seconds=values["idle_after"])
+    if r.sender_id == agent_id:
+        # The agent spoke (or chose silence) after reading up to looked_id
+        # (set when its wake was made): people's posts that came in during
+        # its turn are still unread and stay up for a consider.
+        if l.consider_from_id and l.consider_from_id <= (l.looked_id or 0):
+            l.consider_from_id, l.consider_due_at = 0, None
+        if r.kind == PostKind.POST:
+            l.quiet_backoff = 0
+            l.quiet_due_at = r.created_at + idle if values["idle_after"] else None
+        return
+    if r.kind != PostKind.POST:
+        return
+    person = r.sender_kind == ParticipantKind.PERSON
+    if person:
+        l.last_person_at, l.last_person_id, l.quiet_backoff = r.created_at, r.id, 0
+        if l.hold_reason:
+            l.due_at = now  # a person spoke: a bot-loop hold may lift
+    l.quiet_due_at = (r.created_at + idle * (2 ** (l.quiet_backoff or 0))
+                      if values["idle_after"] else None)
+    if agent_id in addressed:
+        owed.add((agent_id, r.id, r.mood_id))
+        # Posts up to a mention belong to the mention's wake.
+        l.consider_from_id, l.consider_due_at = 0, None
+    elif person and not addressed:
+        l.consider_from_id = l.consider_from_id or r.id
+        l.consider_due_at = r.created_at + dt.timedelta(seconds=values["consider_after"])
+
+
+def reschedule(l: Listener, owed: bool, now: dt.datetime) -> None:
+    due = cycle.next_due(l, owed, now)
+    if l.due_at is not None and (due is None or l.due_at < due):
+        due = l.due_at  # never push back something already due sooner
+    l.due_at = due
+
+
+def first_run(ctx: Context, s, now: dt.datetime) -> None:
+    """A new deployment starts from now, not from history.
+
+    Cursors start at the newest post and sign-in; Moods where a person
+    spoke lately get a quiet clock that starts now, so the first quiet
+    looks are spread from start-up instead of all at once.
+    """
+    newest = cycle.start_cursors(s, now)
+    recent = cycle.moods_people_spoke_in(s, now - dt.timedelta(seconds=ctx.cfg.person_recent))
+    listeners = cycle.listeners_for(s, {(a, m.mood_id) for m in recent for a in ctx.agents})
+    for m in recent:
+        for a in ctx.agents:
+            l = listeners[(a, m.mood_id)]
+            idle = ctx.settings.values(m.mood_id, a, now)["idle_after"]
+            l.last_person_at, l.last_person_id = m.at, m.post_id
+            l.quiet_due_at = now + dt.timedelta(seconds=idle) if idle else None
+            l.due_at = l.quiet_due_at
+    log.info("first run: starting from post %s", newest, extra={"action": "first_run"})
+
+
+def signins(ctx: Context, s, now: dt.datetime) -> int:
+    """Read one batch of new sign-ins; a fresh one is an arrival for every other agent."""
+    cur = cycle.claim_cursor(s, "signins")
+    if cur is None:
+        return 0
+    rows = cycle.new_signins(s, cur.value, BATCH)
+    if not rows:
+        return 0
+    window = dt.timedelta(seconds=ctx.cfg.arrival_window)
+    fresh = [r for r in rows if r.at > now - window]
+    listeners = cycle.listeners_for(s, {(a, r.mood_id) for r in fresh for a in ctx.agents})
+    for r in fresh:
+        for a in ctx.agents:
+            if r.participant_id == a:
+                continue  # its own sign-in would only be skipped; don't let it displace one
+            l = listeners[(a, r.mood_id)]
+            # The oldest sign-in not yet dealt with waits first; the ones
+            # after it are taken in turn (see evaluate.next_arrival).
+            l.arrival_signin_id = l.arrival_signin_id or r.id
+            l.due_at = now if l.due_at is None else min(l.due_at, now)
+    cur.value, cur.at = rows[-1].id, now
+    return len(rows)

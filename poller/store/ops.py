@@ -1,0 +1,179 @@
+"""Operators' reads and the emergency stop: wakes, decisions, holds, what is due.
+
+Rows come back as named records; :mod:`poller.observe` shapes them for the
+command line and JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Optional
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from poller.kinds import IN_FLIGHT
+from poller.models import Listener, Mood, Owed, Participant, Wake
+from poller.store import cycle
+
+
+@dataclass(frozen=True)
+class WakeRecord:
+    id: int
+    agent: str
+    mood: str
+    kind: str
+    tools: str
+    status: str
+    created_at: dt.datetime
+    started_at: Optional[dt.datetime]
+    finished_at: Optional[dt.datetime]
+    answers: tuple[int, ...]
+    dial_source: str
+    prompt_tokens: int
+    reply_post_id: Optional[int]
+    error: str
+    text: str
+    host: str
+    runner_pid: Optional[int]
+
+
+def _names(s: Session) -> tuple[dict, dict]:
+    handles = {r.id: r.handle for r in s.execute(sa.select(Participant.id, Participant.handle))}
+    slugs = {r.id: r.slug for r in s.execute(sa.select(Mood.id, Mood.slug))}
+    return handles, slugs
+
+
+def _record(s: Session, w: Wake, handles: dict, slugs: dict) -> WakeRecord:
+    return WakeRecord(w.id, handles[w.agent_id], slugs[w.mood_id], w.kind, w.tools, w.status,
+                      w.created_at, w.started_at, w.finished_at, tuple(cycle.answers(s, w.id)),
+                      w.dial_source, w.prompt_tokens, w.reply_post_id, w.error, w.text, w.host,
+                      w.runner_pid)
+
+
+def wakes(s: Session, mood_id: Optional[int], agent_id: Optional[int], kind: Optional[str],
+          limit: int) -> list[WakeRecord]:
+    """The newest *limit* wakes, newest first, optionally of one Mood, agent or kind."""
+    q = sa.select(Wake).order_by(Wake.id.desc()).limit(limit)
+    if mood_id is not None:
+        q = q.where(Wake.mood_id == mood_id)
+    if agent_id is not None:
+        q = q.where(Wake.agent_id == agent_id)
+    if kind is not None:
+        q = q.where(Wake.kind == kind)
+    handles, slugs = _names(s)
+    return [_record(s, w, handles, slugs) for w in s.scalars(q)]
+
+
+def wake(s: Session, wake_id: int) -> Optional[WakeRecord]:
+    w = s.get(Wake, wake_id)
+    if w is None:
+        return None
+    handles, slugs = _names(s)
+    return _record(s, w, handles, slugs)
+
+
+@dataclass(frozen=True)
+class ScramRecord:
+    by: Optional[str]
+    at: dt.datetime
+
+
+def scram(s: Session) -> Optional[ScramRecord]:
+    f = cycle.flag(s, "scram")
+    return None if f is None else ScramRecord(f.set_by, f.at)
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    kind: str
+    outcome: str
+    reason: str
+    next_due: Optional[dt.datetime]
+    wake_id: Optional[int]
+    at: dt.datetime
+    last_at: dt.datetime
+    count: int
+
+
+def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, DecisionRecord]:
+    return {kind: DecisionRecord(kind, d.outcome, d.reason, d.next_due, d.wake_id, d.at,
+                                 d.last_at, d.count)
+            for kind, d in cycle.latest_decisions(s, agent_id, mood_id).items()}
+
+
+@dataclass(frozen=True)
+class ListenerRecord:
+    due_at: Optional[dt.datetime]
+    consider_due_at: Optional[dt.datetime]  # only while a consider is pending
+    quiet_due_at: Optional[dt.datetime]
+    cooldown_until: Optional[dt.datetime]
+    quiet_backoff: int
+    hold_reason: Optional[str]
+    hold_since: Optional[dt.datetime]
+
+
+def listener(s: Session, agent_id: int, mood_id: int) -> Optional[ListenerRecord]:
+    l = s.get(Listener, (agent_id, mood_id))
+    if l is None:
+        return None
+    return ListenerRecord(l.due_at, l.consider_due_at if l.consider_from_id else None,
+                          l.quiet_due_at, l.cooldown_until, l.quiet_backoff or 0,
+                          l.hold_reason, l.hold_since)
+
+
+@dataclass(frozen=True)
+class Hold:
+    agent_id: int
+    mood: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Due:
+    agent: str
+    mood: str
+    due_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The whole service at a glance: turns in flight, holds with mentions owed, what is due."""
+
+    in_flight: list[WakeRecord]
+    holds: list[Hold]
+    due: list[Due]
+    agents: dict[int, str]
+
+
+def overview(s: Session, due_limit: int = 10) -> Overview:
+    handles, slugs = _names(s)
+    flight = [_record(s, w, handles, slugs) for w in s.scalars(
+        sa.select(Wake).where(Wake.status.in_(IN_FLIGHT)).order_by(Wake.id))]
+    owed_pairs = {(r.agent_id, r.mood_id) for r in
+                  s.execute(sa.select(Owed.agent_id, Owed.mood_id).distinct())}
+    holds = [Hold(r.agent_id, slugs[r.mood_id], r.hold_reason) for r in s.execute(
+        sa.select(Listener.agent_id, Listener.mood_id, Listener.hold_reason)
+        .where(Listener.hold_reason.is_not(None))) if (r.agent_id, r.mood_id) in owed_pairs]
+    due = [Due(handles[r.agent_id], slugs[r.mood_id], r.due_at) for r in s.execute(
+        sa.select(Listener.agent_id, Listener.mood_id, Listener.due_at)
+        .where(Listener.due_at.is_not(None)).order_by(Listener.due_at).limit(due_limit))]
+    agents = {a.id: a.handle for a in cycle.agents(s).values()}
+    return Overview(flight, holds, due, agents)
+
+
+def in_flight(s: Session) -> list[Wake]:
+    """Every turn pending or running, anywhere, locked for an emergency stop."""
+    return list(s.scalars(cycle.for_update(s, sa.select(Wake).where(Wake.status.in_(IN_FLIGHT)))))
+
+
+def wake_everything_owed(s: Session, now: dt.datetime) -> None:
+    """Everything owed or deferred gets looked at again at once (the stop was lifted)."""
+    s.execute(sa.update(Listener).where(Listener.due_at.is_not(None)).values(due_at=now))
+    owed = s.execute(sa.select(Owed.agent_id, Owed.mood_id).distinct()).all()
+    for r in owed:
+        s.execute(sa.update(Listener).where(Listener.agent_id == r.agent_id,
+                                            Listener.mood_id == r.mood_id).values(due_at=now))
+
+

@@ -1,0 +1,238 @@
+"""A turn's reads and writes: claiming a wake, the heartbeat, settling, closing.
+
+Shared by the runner (claim, heartbeat, settle) and the cycle (recovery, the
+emergency stop), each verb inside the caller's transaction where a claim and
+its writes must commit together.  A reply is ingested like any post
+(:func:`poller.store.core.insert_post`): the same validation, the same
+mention records.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from typing import Optional
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from poller import blocks, errors, settings, settle
+from poller.kinds import PostKind, WakeKind, WakeStatus
+from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
+                           Refusal, Setting, Turn, Wake)
+from poller import procs
+from poller.store import cycle
+from poller.store.core import Store, insert_post, resolve_in
+from poller.values import AgentInfo
+
+log = logging.getLogger("poller.runner")
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a runner needs to run the turn it claimed."""
+
+    wake_id: int
+    agent: AgentInfo
+    mood: str
+    kind: str
+    tools: str
+    text: str
+    answers: tuple[int, ...]
+    session: Optional[str]
+
+
+def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Claimed]:
+    """pending -> running, or None if someone else has (or had) this wake."""
+    with store.writing() as s:
+        w = s.scalar(cycle.skip_locked(s, sa.select(Wake).where(Wake.id == wake_id)))
+        if w is None or w.status != WakeStatus.PENDING:
+            return None
+        w.status, w.started_at, w.runner_pid, w.host = WakeStatus.RUNNING, now, pid, procs.HOST
+        w.heartbeat_at = now
+        agent = AgentInfo.from_rows(s.get(Participant, w.agent_id), s.get(Agent, w.agent_id))
+        kept = s.get(AgentSession, (w.agent_id, w.mood_id))
+        return Claimed(w.id, agent, s.get(Mood, w.mood_id).slug, w.kind, w.tools, w.text,
+                       tuple(cycle.answers(s, w.id)), kept.session_id if kept else None)
+
+
+def beat(store: Store, wake_id: int, now: dt.datetime) -> bool:
+    """Mark the turn alive; False if it is no longer running (closed elsewhere)."""
+    with store.writing() as s:
+        return s.execute(sa.update(Wake).where(Wake.id == wake_id,
+                                               Wake.status == WakeStatus.RUNNING)
+                         .values(heartbeat_at=now)).rowcount > 0
+
+
+def record_pgid(store: Store, wake_id: int, pgid: int) -> None:
+    with store.writing() as s:
+        s.execute(sa.update(Wake).where(Wake.id == wake_id).values(agent_pgid=pgid))
+
+
+def handle_of(s: Session, participant_id: int) -> str:
+    return s.scalar(sa.select(Participant.handle).where(Participant.id == participant_id))
+
+
+# -- closing and settling ----------------------------------------------------------------
+
+
+def close(s: Session, counter, w: Wake, status: str, why: str, now: dt.datetime) -> None:
+    """Record a turn that did not finish normally, with a system post saying so."""
+    w.status, w.finished_at, w.error = status, now, why
+    body = f"@{handle_of(s, w.agent_id)}'s turn ended without a reply: {why}."
+    cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
+    after_turn(s, w, now, silent_or_failed=True)
+
+
+def after_turn(s: Session, w: Wake, now: dt.datetime, silent_or_failed: bool) -> None:
+    """Start the cooldown, back off quiet looks that found nothing, wake held work."""
+    l = s.get(Listener, (w.agent_id, w.mood_id))
+    if l is None:
+        return
+    values = settings.values(resolve_in(s, w.mood_id, w.agent_id, now))
+    l.cooldown_until = now + dt.timedelta(seconds=values["cooldown"])
+    if w.kind == WakeKind.QUIET and values["idle_after"]:
+        if silent_or_failed:
+            l.quiet_backoff = (l.quiet_backoff or 0) + 1
+        l.quiet_due_at = now + dt.timedelta(seconds=values["idle_after"] * 2 ** (l.quiet_backoff or 0))
+    # Held work here is looked at again on the next cycle.  (Mentions held in
+    # other Moods for want of a free slot re-check every cycle by themselves,
+    # so settling never has to lock other listeners' rows.)
+    l.due_at = now
+
+
+def locked_wake(s: Session, wake_id: int) -> Wake:
+    return s.scalar(cycle.for_update(s, sa.select(Wake).where(Wake.id == wake_id)))
+
+
+def in_flight(s: Session) -> list[Wake]:
+    """Every turn pending or running, anywhere."""
+    from poller.kinds import IN_FLIGHT
+
+    return list(s.scalars(sa.select(Wake).where(Wake.status.in_(IN_FLIGHT))))
+
+
+def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str:
+    """Record how the turn ended; returns the wake's final status.
+
+    *outcome* is a :class:`poller.wakers.Outcome`: a status, the reply, an
+    error, the agent's session and the turn's cost.
+    """
+    with store.writing() as s:
+        w = locked_wake(s, wake_id)
+        if w.status != WakeStatus.RUNNING:
+            return w.status  # already closed (an emergency stop got there first)
+        keep_session(s, w, outcome.session, outcome.cost, now)
+        if outcome.status != WakeStatus.REPLIED:
+            close(s, store.counter, w, outcome.status, outcome.error, now)
+            return w.status
+        parsed = blocks.parse(outcome.reply, tools=w.tools)
+        reply = settle.classify(parsed.text)
+        try:
+            post = insert_post(s, store.counter, w.mood_id, w.agent_id, reply.text, now,
+                               kind=PostKind.POST if reply.kind == "post" else PostKind.SILENT)
+        except errors.UserError as exc:
+            close(s, store.counter, w, WakeStatus.FAILED,
+                  f"its reply could not be posted: {exc}", now)
+            return w.status
+        w.status = WakeStatus.REPLIED if reply.kind == "post" else WakeStatus.SILENT
+        w.finished_at, w.reply_post_id = now, post.id
+        w.error = "; ".join(n for n in (outcome.note, reply.note) if n)
+        apply_blocks(s, store.counter, w, parsed, now)
+        after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
+        return w.status
+
+
+def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.datetime) -> None:
+    """The turn's session and cost; the session is resumed by the agent's next turn here."""
+    turn = s.get(Turn, w.id)
+    if turn is None:
+        turn = Turn(wake_id=w.id, settings_seen_id=0)
+        s.add(turn)
+    turn.session_id, turn.cost_usd = session or None, cost
+    if session is None:
+        return
+    kept = s.get(AgentSession, (w.agent_id, w.mood_id))
+    if session == "":  # the waker says the old session cannot be resumed
+        if kept is not None:
+            s.delete(kept)
+    elif kept is None:
+        s.add(AgentSession(agent_id=w.agent_id, mood_id=w.mood_id, session_id=session,
+                           wake_id=w.id, updated_at=now))
+    else:
+        kept.session_id, kept.wake_id, kept.updated_at = session, w.id, now
+
+
+# -- blocks in the reply --------------------------------------------------------------
+
+
+def apply_blocks(s: Session, counter, w: Wake, parsed: blocks.Parsed, now: dt.datetime) -> None:
+    """Apply the reply's valid blocks; record and announce the refused ones."""
+    refused = list(parsed.refused)
+    if parsed.settings is not None:
+        apply_settings(s, w, parsed.settings, now)
+    if parsed.handoff is not None:
+        why = apply_handoff(s, counter, w, parsed.handoff, now)
+        if why:
+            refused.append(blocks.Refused("handoff", why))
+    handle = handle_of(s, w.agent_id)
+    for r in refused:
+        s.add(Refusal(wake_id=w.id, agent_id=w.agent_id, mood_id=w.mood_id, block=r.block,
+                      reason=r.reason, at=now))
+        body = f"@{handle}'s {r.block} block was refused and nothing in it was applied: {r.reason}."
+        cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
+        log.info("refused a %s block from %s: %s", r.block, handle, r.reason,
+                 extra={"action": "block_refused", "wake_id": w.id, "block": r.block})
+
+
+def apply_settings(s: Session, w: Wake, block: blocks.Settings, now: dt.datetime) -> None:
+    """Append the block's rows for (this Mood, this agent), set by the agent itself.
+
+    ``blocks.settings_block`` already validated every value with the rules of
+    ``mood-poller set``; the rows go in with the rest of the settling.
+    """
+    for key, value in block.changes.items():
+        s.add(Setting(mood_id=w.mood_id, agent_id=w.agent_id, key=key,
+                      value=str(settings.validate(key, value)), until=None, set_by=w.agent_id,
+                      note=block.note, at=now))
+
+
+def apply_handoff(s: Session, counter, w: Wake, h: blocks.Handoff, now: dt.datetime) -> str:
+    """Record a handoff and its event posts in both Moods; or the reason it is refused."""
+    here = s.get(Mood, w.mood_id)
+    other = s.scalar(sa.select(Mood).where(Mood.slug == h.mood))
+    if other is None:
+        return f"there is no Mood {h.mood!r}"
+    if other.id == here.id:
+        return "a handoff must name another Mood, not this one"
+    if other.archived:
+        return f"the Mood {h.mood!r} is archived"
+    for_id = None
+    if h.for_agent:
+        p = s.scalar(sa.select(Participant).where(Participant.handle_key == h.for_agent.lower()))
+        if p is None or p.kind != "agent":
+            return f"there is no agent {h.for_agent!r}"
+        for_id, for_text = p.id, f" for @{p.handle}"
+    else:
+        for_text = ""
+    src, dst = (here, other) if h.direction == "to" else (other, here)
+    handle = handle_of(s, w.agent_id)
+    arrived = insert_post(s, counter, dst.id, w.agent_id,
+                          f"@{handle} handed context here from the Mood \"{src.slug}\"{for_text}: "
+                          f"{h.about}", now, kind=PostKind.HANDOFF)
+    insert_post(s, counter, src.id, w.agent_id,
+                f"@{handle} handed context to the Mood \"{dst.slug}\"{for_text}: {h.about}", now,
+                kind=PostKind.HANDOFF)
+    s.add(Handoff(wake_id=w.id, agent_id=w.agent_id, from_mood_id=src.id, to_mood_id=dst.id,
+                  for_agent_id=for_id, about=h.about, context=h.context,
+                  event_post_id=arrived.id, at=now))
+    if for_id is not None:
+        # The named agent owes the handoff a look: it is woken there like a
+        # mention by an agent (look-only), held if busy, answered once.
+        s.add(Owed(agent_id=for_id, post_id=arrived.id, mood_id=dst.id))
+        listener = cycle.listeners_for(s, {(for_id, dst.id)})[(for_id, dst.id)]
+        listener.due_at = now if listener.due_at is None else min(listener.due_at, now)
+    log.info("%s handed context from %s to %s", handle, src.slug, dst.slug,
+             extra={"action": "handoff", "wake_id": w.id, "from": src.slug, "to": dst.slug})
+    return ""
