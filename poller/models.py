@@ -207,7 +207,6 @@ class Listener(Base):
     agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), primary_key=True)
     mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"), primary_key=True)
     due_at: Mapped[Optional[dt.datetime]]
-    last_post_at: Mapped[Optional[dt.datetime]]  # anything said here
     last_person_at: Mapped[Optional[dt.datetime]]  # a person said something
     last_person_id: Mapped[int] = mapped_column(BigInteger, default=0)
     looked_id: Mapped[int] = mapped_column(BigInteger, default=0)  # newest post its last wake saw

@@ -1,0 +1,216 @@
+"""The cycle's seams: turns in process or as runners, the recheck before a wake is
+recorded, one ingest path for replies, one clock, SQL only in the store, and the
+dial wording read (and cached) outside every write transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from agents import agent_command, wakes_seen
+from conftest import Cli
+from mediawiki import MediaWiki, mediawiki, running_wiki  # noqa: F401
+from poller import config as config_mod, db, draft, launch, loop, models, tokens
+from poller.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def at(seconds: float) -> str:
+    return (T0 + dt.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def wakes(cli) -> list[dict]:
+    return sorted(json.loads(cli("wakes", "--json").out), key=lambda w: w["id"])
+
+
+def posts(cli, mood="lobby") -> list[dict]:
+    return json.loads(cli("posts", mood, "--limit", "200", "--json").out)
+
+
+def lobby(cli, command: str) -> Cli:
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("agent", "add", "bot", "--command", command)
+    cli("set", "cooldown", "0")
+    cli("tick", "--now", at(0))  # first run
+    return cli
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_a_mention_is_answered_once_whichever_way_turns_are_launched(any_cli, tmp_path,
+                                                                     monkeypatch, mode):
+    monkeypatch.setenv("MOOD_POLLER_LAUNCH", mode)
+    c = lobby(any_cli, agent_command(tmp_path, "reply"))
+    p = int(c("post", "lobby", "--as", "ada", "--at", at(1), "@bot hello").out)
+    out = c("tick", "--now", at(2), "--wait").out
+    assert "woke bot in lobby: mention" in out
+    for s in (3, 4, 100):
+        c("tick", "--now", at(s), "--wait")
+    (w,) = wakes(c)
+    assert (w["status"], w["answers"]) == ("replied", [p])
+    assert posts(c)[-1]["text"] == "bot answering mention"
+    assert len(wakes_seen(tmp_path)) == 1
+
+
+def test_tick_in_thread_mode_waits_for_its_turns_without_being_asked(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("MOOD_POLLER_LAUNCH", "thread")
+    c = lobby(cli, agent_command(tmp_path, "slow", "0.5"))
+    c("post", "lobby", "--as", "ada", "--at", at(1), "@bot take your time")
+    c("tick", "--now", at(2))  # no --wait: the turn lives in this process, so tick waits
+    (w,) = wakes(c)
+    assert w["status"] == "replied"
+
+
+def test_a_reply_holding_a_nul_byte_is_refused_alike_on_both_databases(any_cli, tmp_path):
+    script = tmp_path / "nul_agent.py"
+    script.write_text("import sys\nsys.stdin.read()\nsys.stdout.write('before\\x00after')\n")
+    c = lobby(any_cli, f"python3 {script}")
+    c("post", "lobby", "--as", "ada", "--at", at(1), "@bot say something odd")
+    c("tick", "--now", at(2), "--wait")
+    (w,) = wakes(c)
+    assert w["status"] == "failed"
+    assert "NUL" in w["error"] and "could not be posted" in w["error"]
+    last = posts(c)[-1]
+    assert last["kind"] == "system" and "\x00" not in last["text"]
+    assert not [p for p in posts(c) if "before" in p["text"]]
+
+
+def test_a_person_and_an_agent_meet_the_same_ingest_rules(cli, tmp_path):
+    c = lobby(cli, agent_command(tmp_path, "reply"))
+    assert "NUL" in c.fails("post", "lobby", "--as", "ada", "a\x00b").err
+
+
+# -- the recheck between deciding and recording ----------------------------------------
+
+
+def _poller(url: str) -> loop.Poller:
+    cfg = config_mod.Config(db_url=url)
+    store = Store(db.make_engine(url), tokens.counter(cfg.encoding))
+    return loop.Poller(store, cfg, launcher=launch.ThreadLauncher(store, cfg))
+
+
+def test_a_wake_is_dropped_if_the_listener_changed_while_it_was_composed(any_cli, tmp_path,
+                                                                        monkeypatch):
+    """Another poller wakes the agent while this one composes: nothing is recorded twice."""
+    c = lobby(any_cli, agent_command(tmp_path, "reply"))
+    p = int(c("post", "lobby", "--as", "ada", "--at", at(1), "@bot once only").out)
+    first, second = _poller(c.db_url), _poller(c.db_url)
+    # On SQLite a second poller would wait for the lease; sharing it stands in for
+    # whatever else may move the listener meanwhile (a turn settling, a restart).
+    second.holder = first.holder
+    real = draft.compose_text
+    raced = []
+
+    def compose_while_another_poller_records(ctx, d):
+        wake = real(ctx, d)
+        if not raced:  # the other poller, in between, does the whole cycle
+            raced.append(None)
+            raced[0] = second.tick(T0 + dt.timedelta(seconds=2))
+        return wake
+
+    monkeypatch.setattr(draft, "compose_text", compose_while_another_poller_records)
+    report = first.tick(T0 + dt.timedelta(seconds=2))
+    first.wait(120)
+    second.wait(120)
+    assert report.wakes == [] and report.abandoned == 1
+    assert [w.kind for w in raced[0].wakes] == ["mention"]
+    (w,) = wakes(c)
+    assert w["answers"] == [p] and w["status"] == "replied"
+    for p_ in (first, second):
+        p_.store.engine.dispose()
+
+
+def test_composing_runs_outside_any_write_transaction(cli, tmp_path, monkeypatch):
+    """While a wake is composed (an LLM summary may take seconds) others can write."""
+    c = lobby(cli, agent_command(tmp_path, "reply"))
+    c("post", "lobby", "--as", "ada", "--at", at(1), "@bot hello")
+    poller = _poller(c.db_url)
+    real = draft.compose_text
+    wrote = []
+
+    def compose_and_write_meanwhile(ctx, d):
+        # A writer with no patience: it would fail at once if the lock were held.
+        eng = sa.create_engine(c.db_url, connect_args={"timeout": 0})
+        with eng.begin() as conn:
+            conn.exec_driver_sql("UPDATE moods SET title = 'written meanwhile'")
+        eng.dispose()
+        wrote.append(True)
+        return real(ctx, d)
+
+    monkeypatch.setattr(draft, "compose_text", compose_and_write_meanwhile)
+    report = poller.tick(T0 + dt.timedelta(seconds=2))
+    poller.wait(120)
+    poller.store.engine.dispose()
+    assert wrote and [w.kind for w in report.wakes] == ["mention"]
+    assert json.loads(c("mood", "list", "--json").out)[0]["title"] == "written meanwhile"
+
+
+# -- one clock ------------------------------------------------------------------------------
+
+
+def test_every_command_reads_one_clock(cli, monkeypatch):
+    cli("--now", "2031-01-02T03:04:05Z", "mood", "add", "lobby")
+    assert json.loads(cli("mood", "list", "--json").out)[0]["created_at"] == "2031-01-02T03:04:05Z"
+    monkeypatch.setenv("MOOD_POLLER_NOW", "2031-01-02T03:05:00Z")
+    cli("person", "add", "ada")
+    p = json.loads(cli("person", "list", "--json").out)[0]
+    assert p["created_at"] == "2031-01-02T03:05:00Z"
+    cli("post", "lobby", "--as", "ada", "hi", "--now", "2031-01-02T03:06:00Z")
+    assert posts(cli)[-1]["created_at"] == "2031-01-02T03:06:00Z"
+    assert "invalid --now" in cli.fails("scram", "--lift", "--now", "yesterday").err
+
+
+# -- SQL only in the store --------------------------------------------------------------
+
+
+def test_sql_lives_only_in_the_store():
+    pattern = re.compile(r"sa\.select|session\.execute|\.execute\(|sa\.update|sa\.delete")
+    offenders = []
+    for path in sorted([*(REPO / "poller").rglob("*.py"), *(REPO / "wiki_rules").rglob("*.py")]):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith(("poller/store/", "poller/migrations/")):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if pattern.search(line):
+                offenders.append(f"{rel}:{n}: {line.strip()}")
+    assert offenders == []
+
+
+# -- the dial wording, fetched outside the write transactions, cached in the database --------
+
+
+def test_the_loop_saves_the_dial_cache_on_each_database(running_wiki, any_cli, tmp_path):
+    title = f"Cryptograss:Moods/Dials/loop-{tmp_path.name[-12:]}"
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[wiki]\nsite = "{running_wiki.host}"\nscheme = "http"\n'
+                   f'path = "{running_wiki.path}"\ntitle = "{title}"\nttl = 60\ntimeout = 5.0\n')
+    c = Cli(any_cli.db_url, str(cfg))
+    first = running_wiki.edit(title, (REPO / "memory-lane" / "dials.wikitext").read_text())
+    c("mood", "add", "lobby")
+    c("tick", "--now", at(0))
+    assert cached(c.db_url, title) == first
+    edited = (REPO / "memory-lane" / "dials.wikitext").read_text().replace(
+        "Say something", "Say a thing", 1) + "\n<!-- edited -->\n"
+    second = running_wiki.edit(title, edited)
+    assert second != first
+    c("tick", "--now", at(30))  # within the ttl: the copy stands
+    assert cached(c.db_url, title) == first
+    c("tick", "--now", at(61))
+    assert cached(c.db_url, title) == second
+
+
+def cached(url: str, title: str):
+    engine = db.make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.select(models.DialCache.revid)
+                                .where(models.DialCache.title == title)).scalar()
+    finally:
+        engine.dispose()
