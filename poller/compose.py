@@ -33,6 +33,7 @@ from typing import NamedTuple, Sequence
 import jinja2
 
 import poller
+from poller.kinds import Tools, WakeKind, names
 from poller import catchup, lines, summarize
 from poller.config import WakeConfig
 from poller.lines import WakePost
@@ -41,8 +42,8 @@ from wiki_rules.fallback import BUILT_IN, DialWords
 
 log = logging.getLogger(__name__)
 
-KINDS = ("mention", "consider", "quiet", "arrival")
-TOOLS = ("full", "look")
+KINDS = names(WakeKind)
+TOOLS = names(Tools)
 
 # Shares of prompt_cap_chars the non-catch-up parts may take before they are clipped.
 WOKE_SHARE = 0.40  # all the posts that woke the agent, together

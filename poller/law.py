@@ -16,9 +16,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
+from poller.kinds import Outcome, WakeKind, names
 from poller.text import iso
 
-KINDS = ("mention", "arrival", "consider", "quiet")  # in the order they are tried
+KINDS = names(WakeKind)  # in the order they are tried
 HOUR = dt.timedelta(hours=1)
 
 
@@ -54,15 +55,15 @@ class Decision:
 
     @property
     def code(self) -> str:
-        if self.outcome == "wake":
+        if self.outcome == Outcome.WAKE:
             return "woke"
         word = {"hold": "held", "defer": "deferred", "skip": "skipped"}[self.outcome]
-        if self.outcome == "defer" and self.next_due is not None:
+        if self.outcome == Outcome.DEFER and self.next_due is not None:
             return f"{word}:{self.reason}-until-{iso(self.next_due)}"
         return f"{word}:{self.reason}"
 
 
-WAKE = Decision("wake", "woke")
+WAKE = Decision(Outcome.WAKE, "woke")
 
 
 def decide(f: Facts) -> Decision:
@@ -76,41 +77,41 @@ def decide(f: Facts) -> Decision:
 
 def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> Decision:
     """A mention is held (it stays owed); anything else is deferred."""
-    return Decision("hold" if f.kind == "mention" else "defer", reason, next_due)
+    return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.DEFER, reason, next_due)
 
 
 def _gates(f: Facts) -> Optional[Decision]:
     listening = f.settings["listening"]
-    if f.kind != "mention" and f.archived:
-        return Decision("skip", "archived")
+    if f.kind != WakeKind.MENTION and f.archived:
+        return Decision(Outcome.SKIP, "archived")
     if listening == "off":
-        if f.kind == "mention":
-            return Decision("hold", "listening-off", f.listening_until)
-        return Decision("skip", "listening-off")
-    if listening == "mentions" and f.kind != "mention":
-        return Decision("skip", "listening-mentions")
+        if f.kind == WakeKind.MENTION:
+            return Decision(Outcome.HOLD, "listening-off", f.listening_until)
+        return Decision(Outcome.SKIP, "listening-off")
+    if listening == "mentions" and f.kind != WakeKind.MENTION:
+        return Decision(Outcome.SKIP, "listening-mentions")
     return None
 
 
 def _kind_rules(f: Facts) -> Optional[Decision]:
-    if f.kind == "arrival":
+    if f.kind == WakeKind.ARRIVAL:
         if f.arrival_is_self:
-            return Decision("skip", "arrival-is-self")
+            return Decision(Outcome.SKIP, "arrival-is-self")
         if f.settings["discretion"] == "reserved":
-            return Decision("skip", "discretion-reserved")
+            return Decision(Outcome.SKIP, "discretion-reserved")
         if f.arrival_spoke_recently:
-            return Decision("skip", "spoke-recently")
+            return Decision(Outcome.SKIP, "spoke-recently")
         if f.arrival_greeted_recently:
-            return Decision("skip", "greeted-recently")
-    elif f.kind == "quiet":
+            return Decision(Outcome.SKIP, "greeted-recently")
+    elif f.kind == WakeKind.QUIET:
         if f.settings["idle_after"] == 0:
-            return Decision("skip", "idle-off")
+            return Decision(Outcome.SKIP, "idle-off")
         if not f.person_recent:
-            return Decision("skip", "no-person-recently")
-    elif f.kind == "consider" and f.settings["considers_per_hour"] == 0:
-        return Decision("skip", "considers-off")
-    elif f.kind == "mention" and f.bot_chain >= f.bot_chain_cap:
-        return Decision("hold", "bot-loop")
+            return Decision(Outcome.SKIP, "no-person-recently")
+    elif f.kind == WakeKind.CONSIDER and f.settings["considers_per_hour"] == 0:
+        return Decision(Outcome.SKIP, "considers-off")
+    elif f.kind == WakeKind.MENTION and f.bot_chain >= f.bot_chain_cap:
+        return Decision(Outcome.HOLD, "bot-loop")
     return None
 
 
@@ -128,13 +129,13 @@ def _capacity(f: Facts) -> Optional[Decision]:
 
 
 def _pacing(f: Facts) -> Optional[Decision]:
-    if f.kind == "mention":
+    if f.kind == WakeKind.MENTION:
         return None  # mentions are never cooled down
     if f.cooldown_until is not None and f.cooldown_until > f.now:
-        return Decision("defer", "cooldown", f.cooldown_until)
-    if f.kind == "consider":
+        return Decision(Outcome.DEFER, "cooldown", f.cooldown_until)
+    if f.kind == WakeKind.CONSIDER:
         budget = f.settings["considers_per_hour"]
         recent = sorted(t for t in f.considers_last_hour if t > f.now - HOUR)
         if len(recent) >= budget:
-            return Decision("defer", "consider-budget", recent[len(recent) - budget] + HOUR)
+            return Decision(Outcome.DEFER, "consider-budget", recent[len(recent) - budget] + HOUR)
     return None
