@@ -24,7 +24,7 @@ from _common import REPO
 
 import sqlalchemy as sa  # noqa: E402
 
-from poller import state, text  # noqa: E402
+from poller import models, text  # noqa: E402
 from poller.models import Post, Wake, WakePost  # noqa: E402
 
 MENTIONS = 200
@@ -47,7 +47,7 @@ def wait_for_first_cycle(store, proc, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with store.reading() as s:
-            if s.get(state.Cursor, "posts") is not None:
+            if s.get(models.Cursor, "posts") is not None:
                 return
         if proc.poll() is not None:
             raise SystemExit(f"run exited with {proc.returncode}: see run.log beside the database")

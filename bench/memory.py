@@ -26,7 +26,7 @@ from latency import start_run, wait_for_first_cycle
 
 import sqlalchemy as sa  # noqa: E402
 
-from poller import state, text  # noqa: E402
+from poller import models, text  # noqa: E402
 from poller.models import Owed, Post, Wake  # noqa: E402
 
 MOODS = 10_000
@@ -55,7 +55,7 @@ def children_of(pid: int) -> list[int]:
 
 def settled(store) -> tuple[bool, int, int]:
     with store.reading() as s:
-        cursor = s.get(state.Cursor, "posts")
+        cursor = s.get(models.Cursor, "posts")
         newest = s.scalar(sa.select(sa.func.max(Post.id)).where(Post.kind == "post")) or 0
         busy = s.scalar(sa.select(sa.func.count()).select_from(Wake)
                         .where(Wake.status.in_(("pending", "running"))))

@@ -5,7 +5,7 @@ rest is chatter among people), ingested through ``Store.add_posts`` in
 batches of 2,000, then processed by dry-run cycles (``Poller.tick(now,
 dry_run=True)``: detect, decide and compose every wake, record nothing).
 
-A cycle drains the backlog (``loop.POST_BATCH`` posts per transaction) and
+A cycle drains the backlog (``scan.BATCH`` posts per transaction) and
 then evaluates every due (agent, Mood) pair once, composing a wake for each
 that the law lets through; a dry run does all of that in one transaction and
 rolls it back, so the per-agent caps it meets are the ones a real cycle would
@@ -27,7 +27,7 @@ import time
 import _common
 from _common import T0
 
-from poller import loop, state  # noqa: E402
+from poller import loop, models  # noqa: E402
 
 POSTS = 50_000
 MOODS = 1_000
@@ -84,7 +84,7 @@ def main() -> None:
         if report.posts_read == 0:
             raise SystemExit(f"a dry run read nothing at post {read}: {report}")
         with store.writing() as s:  # what the real cycle would have committed for its scan
-            cur = s.get(state.Cursor, "posts")
+            cur = s.get(models.Cursor, "posts")
             cur.value = ids[read - 1]
     rate = posts / spent
     print(f"processing: {posts:,} posts in {cycles} dry-run cycles, {spent:.2f} s = {rate:,.0f} posts/s "

@@ -3,8 +3,8 @@
 A day of 40 Moods, 10 people and 2 agents: conversations in bursts between
 08:00 and 22:00 (about 1 post in 20 names an agent), sign-ins through the
 day.  The poller runs a cycle every 30 s of scripted time with every setting
-at its default; turns settle in-process at once (``runner.claim`` and
-``runner.settle_outcome``, no agent processes): a mention gets a short
+at its default; turns settle in-process at once (``store.turns.claim`` and
+``store.turns.settle_outcome``, no agent processes): a mention gets a short
 answer, one consider in four gets a remark, quiet looks and arrivals stay
 silent.  Prints wakes per kind, mean and p95 prompt tokens per wake and the
 day's total, then the same totals for two strategies on the same people's
@@ -20,6 +20,7 @@ Run: ``python bench/tokens_per_wake.py [--quick]``.
 from __future__ import annotations
 
 import collections
+import os
 import datetime as dt
 import random
 
@@ -27,7 +28,8 @@ import _common
 
 import sqlalchemy as sa  # noqa: E402
 
-from poller import loop, runner, wakers  # noqa: E402
+from poller import loop, wakers  # noqa: E402
+from poller.store import turns  # noqa: E402
 from poller.models import Wake  # noqa: E402
 
 DAY0 = dt.datetime(2026, 3, 2, 0, 0, tzinfo=dt.timezone.utc)
@@ -38,20 +40,33 @@ STEP = dt.timedelta(seconds=30)
 WINDOW = 50
 
 
-class InstantPoller(loop.Poller):
+class InstantLauncher:
     """Settles each turn in-process at once instead of starting a runner."""
 
-    def _launch(self, wake_id: int, now: dt.datetime) -> None:
-        claimed = runner.claim(self.store, wake_id, now)
+    detaches = False
+
+    def __init__(self, store) -> None:
+        self.store = store
+
+    def start(self, wake_id: int, now: dt.datetime) -> None:
+        claimed = turns.claim(self.store, wake_id, now, os.getpid())
         if claimed is None:
             return
-        agent, slug, kind, *_ = claimed
-        if kind == "mention" or (kind == "consider" and wake_id % 4 == 0):
-            reply = f"{agent.handle} here: a short answer about what was asked in {slug}."
+        if claimed.kind == "mention" or (claimed.kind == "consider" and wake_id % 4 == 0):
+            reply = f"{claimed.agent.handle} here: a short answer about what was asked in {claimed.mood}."
         else:
             reply = "<silent>nothing to add</silent>"
-        runner.settle_outcome(self.store, wake_id, wakers.Outcome("replied", reply),
-                              now + dt.timedelta(seconds=5))
+        turns.settle_outcome(self.store, wake_id, wakers.Outcome("replied", reply),
+                             now + dt.timedelta(seconds=5))
+
+    def running(self) -> set[int]:
+        return set()
+
+    def wait(self, timeout=None) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
 
 
 def simulate_day(slugs: list[str], seed: int = 11) -> tuple[list[tuple], list[tuple]]:
@@ -101,7 +116,7 @@ def main() -> None:
     _, store, cfg = _common.database(args.db)
     slugs = _common.build_world(store, moods, AGENTS, PEOPLE, now=DAY0)
     posts, signins = simulate_day(slugs)
-    poller = InstantPoller(store, cfg)
+    poller = loop.Poller(store, cfg, launcher=InstantLauncher(store))
     now, pi, si = DAY0, 0, 0
     poller.tick(now)
     end = DAY0 + dt.timedelta(days=1)
