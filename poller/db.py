@@ -7,6 +7,7 @@ CLI and a running poller can share one file.  PostgreSQL URLs use psycopg 3
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -17,6 +18,7 @@ from poller import errors
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # longer than any one write the loop makes, LLM summary included
 MIGRATIONS = Path(__file__).parent / "migrations"
+VERSION_TABLE = "alembic_version"  # Alembic's default, where it records the schema's revision
 
 
 def safe_url(url: str) -> str:
@@ -112,18 +114,54 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+_REVISION_RE = re.compile(r"^(down_revision|revision)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.MULTILINE)
+_ID_RE = re.compile(r"""['"]([^'"]+)['"]""")
+
+
 def head_revision() -> str:
+    """The newest migration's revision id.
+
+    Read from the ``revision`` / ``down_revision`` lines of the migration
+    scripts, so checking a database's schema needs no Alembic import; if the
+    scripts cannot be read that way (no single head), Alembic decides.
+    """
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for script in (MIGRATIONS / "versions").glob("*.py"):
+        if script.name.startswith("_"):
+            continue
+        found = dict(_REVISION_RE.findall(script.read_text("utf-8")))
+        ids = _ID_RE.findall(found.get("revision", ""))
+        if len(ids) != 1 or "down_revision" not in found:
+            return _alembic_head()
+        revisions.add(ids[0])
+        parents.update(_ID_RE.findall(found["down_revision"]))
+    heads = revisions - parents
+    if len(heads) != 1:
+        return _alembic_head()
+    return heads.pop()
+
+
+def _alembic_head() -> str:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config(None)).get_current_head()
 
 
+def stamped_revisions(engine: Engine) -> list[str]:
+    """The revisions recorded in Alembic's version table; none when there is no schema."""
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(VERSION_TABLE):
+            return []
+        return list(conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars())
+
+
 def check_schema(engine: Engine) -> None:
     """Raise a clear error unless the schema is at the newest migration."""
-    current = current_revision(engine)
-    if current != head_revision():
-        if current is None:
+    stamped = stamped_revisions(engine)
+    if stamped != [head_revision()]:
+        if not stamped:
             raise errors.StoreError("the database has no schema yet: run `mood-poller init`")
         raise errors.StoreError(
-            f"the database schema is at {current}, not the newest: run `mood-poller init`"
+            f"the database schema is at {', '.join(stamped)}, not the newest: run `mood-poller init`"
         )

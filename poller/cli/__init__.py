@@ -3,16 +3,154 @@
 Commands are thin: they parse options, call library functions and print.
 Errors from the library (``poller.errors``) become one line on stderr and the
 error's exit code; nothing here prints a traceback for a user's mistake.
+
+Starting is cheap: this module and the command modules import only click and
+light parts of the package.  A command module is imported when its command is
+run (or its own ``--help`` is shown), and SQLAlchemy, Alembic, the tokenizer,
+the wiki client and the templates are imported inside the commands (or the
+:class:`App` properties) that use them.  ``mood-poller --help`` lists every
+command from :data:`COMMANDS` without importing any command module.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import importlib
 import sys
+from collections.abc import Iterator, MutableMapping
+from typing import TYPE_CHECKING
 
 import click
 
-from poller import __version__, config, db, errors
-from poller.store import Store
+from poller import __version__, errors
+
+if TYPE_CHECKING:
+    from poller.config import Config
+    from poller.store import Store
+
+# Every command: name -> (its module in poller.cli, its short help as the
+# top-level --help lists it).  tests/test_cli_start.py checks this table
+# against the commands themselves.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("admin", "Create the database schema, or upgrade it to the newest version."),
+    "mood": ("moods", "Create, list and archive Moods."),
+    "person": ("people", "Add people and set how far they are trusted."),
+    "agent": ("people", "Add agents and say how each is woken."),
+    "post": ("posts", "Post TEXT to the Mood SLUG (TEXT '-' reads stdin)."),
+    "posts": ("posts", "Show the Mood SLUG's latest posts, newest last."),
+    "signin": ("posts", "Record that HANDLE signed in to a Mood."),
+    "set": ("settings_cmd", "Set KEY to VALUE for a Mood, an agent, both, or everywhere."),
+    "get": ("settings_cmd", "Show resolved settings (or just KEY) and the slot each came from."),
+    "tick": ("loop", "Run one cycle of the poller (for cron)."),
+    "run": ("loop", "Run the poller until SIGTERM or SIGINT (for systemd)."),
+    "wakes": ("loop", "List recent wakes (``wakes show ID`` prints one in full)."),
+    "why": ("loop", "Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."),
+    "status": ("loop", "Agents (idle / at work / held), turns in flight, holds and next due times."),
+    "scram": ("loop", "Emergency stop: wake nothing anywhere and end running turns."),
+    "preview": ("preview", "Print the wake KIND would send now, from the Mood's real posts."),
+    "dials": ("dials", "Show what each discretion and verbosity level tells agents, and its source."),
+    "demo": ("demo", "Play a short scripted conversation through the poller and print each wake "
+                     "and reply."),
+    "config": ("ops", "Check and show the configuration."),
+}
+
+
+def load_command(name: str, module: str) -> click.Command:
+    """The command *name* from ``poller.cli.<module>``'s ``COMMANDS`` list."""
+    mod = importlib.import_module(f"poller.cli.{module}")
+    for command in mod.COMMANDS:
+        if command.name == name:
+            return command
+    raise LookupError(f"poller.cli.{module} has no command {name!r}")
+
+
+class LazyCommands(MutableMapping):
+    """A group's commands by name, each imported from its module on first access.
+
+    Commands added with ``add_command`` are kept as given.
+    """
+
+    def __init__(self, table: dict[str, tuple[str, str]]):
+        self.table = table
+        self.loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self.loaded:
+            if name not in self.table:
+                raise KeyError(name)
+            self.loaded[name] = load_command(name, self.table[name][0])
+        return self.loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self.loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self.table = {k: v for k, v in self.table.items() if k != name}
+        self.loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.table
+        yield from (name for name in self.loaded if name not in self.table)
+
+    def __len__(self) -> int:
+        return len(self.table.keys() | self.loaded.keys())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.table or name in self.loaded
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when that command is used.
+
+    ``table`` names each command's module and short help, so listing the
+    commands (``--help``) imports none of them.
+    """
+
+    def __init__(self, *args, table: dict[str, tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(table)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self.commands)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return self.commands.get(cmd_name)
+
+    def command_short_help(self, name: str, limit: int) -> str:
+        commands = self.commands
+        if name in commands.loaded:
+            return commands.loaded[name].get_short_help_str(limit)
+        return click.Command(name, help=commands.table[name][1]).get_short_help_str(limit)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, self.command_short_help(name, limit)) for name in names
+                if not (name in self.commands.loaded and self.commands.loaded[name].hidden)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@contextlib.contextmanager
+def importing():
+    """Import big packages (SQLAlchemy, the models) with the cyclic GC paused.
+
+    An import makes tens of thousands of objects and no garbage; collections
+    triggered along the way only walk them (about a tenth of SQLAlchemy's
+    import time).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class App:
@@ -22,7 +160,7 @@ class App:
         self._db_url = db_url
         self._config_path = config_path
         self._now = now
-        self._config: config.Config | None = None
+        self._config: Config | None = None
         self._engine = None
         self._store: Store | None = None
 
@@ -44,14 +182,19 @@ class App:
         return self.clock()
 
     @property
-    def config(self) -> config.Config:
+    def config(self) -> Config:
         if self._config is None:
+            from poller import config
+
             self._config = config.load(self._config_path, db_url=self._db_url)
         return self._config
 
     def engine(self, check: bool = True):
         """The database engine; with *check*, the schema must be initialised."""
         if self._engine is None:
+            with importing():
+                from poller import db
+
             self._engine = db.make_engine(self.config.db_url)
             if check:
                 db.check_schema(self._engine)
@@ -61,6 +204,9 @@ class App:
     def store(self) -> Store:
         if self._store is None:
             from poller import tokens
+
+            with importing():
+                from poller.store import Store
 
             self._store = Store(self.engine(), tokens.counter(self.config.encoding))
         return self._store
@@ -73,7 +219,8 @@ class App:
 pass_app = click.make_pass_decorator(App)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=LazyGroup, table=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", "db_url", metavar="URL", help="Database URL (env MOOD_POLLER_DB; default: "
               "SQLite under $XDG_DATA_HOME/memory-lane/moods.db).")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False),
@@ -89,31 +236,19 @@ def cli(ctx: click.Context, db_url: str | None, config_path: str | None, now: st
     ctx.call_on_close(app.close)
 
 
-def _register() -> None:
-    from poller.cli import admin, moods, people, posts, settings_cmd
-
-    for module in (admin, moods, people, posts, settings_cmd):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-    # Commands that arrive with later parts of the service.
-    import importlib
-
-    for name in ("loop", "preview", "dials", "demo", "ops"):
-        try:
-            module = importlib.import_module(f"poller.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"poller.cli.{name}":
-                raise
-            continue
-        for command in getattr(module, "COMMANDS", [getattr(module, name, None)]):
-            if command is not None:
-                cli.add_command(command)
-
-
-_register()
-
-
 def main(argv: list[str] | None = None) -> None:
+    """Run the command line; *argv* defaults to the process's own, and then the process ends."""
+    try:
+        _main(argv)
+    finally:
+        if argv is None:
+            # Everything the command made lives until exit, so the collections the
+            # interpreter runs while shutting down find nothing to free, yet walk every
+            # object (~0.07 s after SQLAlchemy and the tokenizer).  Freezing skips them.
+            gc.freeze()
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         rv = cli.main(args=argv, prog_name="mood-poller", standalone_mode=False)
     except click.exceptions.Abort:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from poller import db
 from poller.cli import App, pass_app
 
 
@@ -12,6 +11,8 @@ from poller.cli import App, pass_app
 @pass_app
 def init(app: App) -> None:
     """Create the database schema, or upgrade it to the newest version."""
+    from poller import db
+
     engine = app.engine(check=False)
     before, after = db.upgrade(engine)
     where = db.safe_url(app.config.db_url)

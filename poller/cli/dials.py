@@ -6,7 +6,6 @@ import click
 
 from poller.cli import App, common, pass_app
 from poller.cli.common import echo_json
-from wiki_rules import report
 
 
 @click.command()
@@ -23,6 +22,8 @@ from wiki_rules import report
 def dials(ctx: click.Context, app: App, refresh: bool, as_json: bool, seed_page: bool,
           force: bool) -> None:
     """Show what each discretion and verbosity level tells agents, and its source."""
+    from wiki_rules import report
+
     if force and not seed_page:
         raise click.UsageError("--force only goes with --seed-page")
     if seed_page:

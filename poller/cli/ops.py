@@ -14,7 +14,7 @@ import json
 
 import click
 
-from poller import config as config_mod, db, errors, tokens
+from poller import config as config_mod, errors, tokens
 from poller.cli import App, common, pass_app
 
 
@@ -47,6 +47,8 @@ def check(app: App, path: str | None, as_json: bool) -> None:
 
 def sectioned(cfg: config_mod.Config) -> dict[str, dict]:
     """The resolved values in the config file's own layout, secrets and passwords masked."""
+    from poller import db
+
     masked = cfg.masked()
     out = {"database": {"url": db.safe_url(cfg.db_url)},
            "tokenizer": {"encoding": masked["encoding"]}}

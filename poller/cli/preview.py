@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from poller import compose, errors
+from poller import errors
 from poller.cli import App, common, pass_app
 
 
@@ -21,6 +21,8 @@ from poller.cli import App, common, pass_app
 def preview(app: App, slug: str | None, handle: str | None, kind: str | None, full: bool,
             frames: bool) -> None:
     """Print the wake KIND would send now, from the Mood's real posts."""
+    from poller import compose
+
     if frames:
         click.echo(compose.render_frames(app.config.wake), nl=False)
         return
