@@ -20,7 +20,8 @@ from typing import Iterable, Sequence
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from poller import config as config_mod, db, tokens  # noqa: E402
+from poller import config as config_mod, tokens  # noqa: E402
+from poller.store import db  # noqa: E402
 from poller.models import Mood  # noqa: E402
 from poller.store import Store  # noqa: E402
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from poller import config as config_mod, db, launch, loop, observe, tokens
+from poller import config as config_mod, launch, loop, observe, tokens
+from poller.store import db
 from poller.store import Store
 
 T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.timezone.utc)

@@ -25,7 +25,8 @@ import threading
 import time
 from typing import Callable
 
-from poller import config as config_mod, db, errors, tokens, wakers
+from poller import config as config_mod, errors, tokens, wakers
+from poller.store import db
 from poller.clock import Clock
 from poller.store import Store, turns
 

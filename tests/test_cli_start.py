@@ -137,7 +137,7 @@ def test_post_loads_the_store_and_the_tokenizer_and_nothing_else_heavy(tmp_path)
 def test_head_revision_read_from_the_scripts_is_alembics_head():
     from alembic.script import ScriptDirectory
 
-    from poller import db
+    from poller.store import db
 
     alembic_head = ScriptDirectory.from_config(db.alembic_config(None)).get_current_head()
     assert db.head_revision() == alembic_head
@@ -146,7 +146,8 @@ def test_head_revision_read_from_the_scripts_is_alembics_head():
 def test_cheap_schema_check_agrees_with_alembic(db_url):
     import sqlalchemy as sa
 
-    from poller import db, errors
+    from poller import errors
+    from poller.store import db
 
     engine = db.make_engine(db_url)
     try:

@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from agents import agent_command, wakes_seen
 from conftest import Cli
 from mediawiki import MediaWiki, mediawiki, running_wiki  # noqa: F401
-from poller import config as config_mod, db, draft, launch, loop, models, tokens
+from poller import config as config_mod, draft, launch, loop, models, tokens
+from poller.store import db
 from poller.store import Store
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,7 +5,8 @@ from __future__ import annotations
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from poller import db, models
+from poller import models
+from poller.store import db
 
 
 def test_migrations_match_the_models(db_url):

@@ -7,7 +7,8 @@ import datetime as dt
 import pytest
 import sqlalchemy as sa
 
-from poller import db, errors, tokens
+from poller import errors, tokens
+from poller.store import db
 from poller.store import Store
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)

@@ -12,7 +12,8 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from poller import db, models
+from poller import models
+from poller.store import db
 from test_wakers_fakes import (HttpAgent, agent_wakes, claude_calls, reply_agent, set_claude,
                                set_reply, write_claude)
 

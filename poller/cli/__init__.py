@@ -193,7 +193,7 @@ class App:
         """The database engine; with *check*, the schema must be initialised."""
         if self._engine is None:
             with importing():
-                from poller import db
+                from poller.store import db
 
             self._engine = db.make_engine(self.config.db_url)
             if check:

@@ -11,7 +11,7 @@ from poller.cli import App, pass_app
 @pass_app
 def init(app: App) -> None:
     """Create the database schema, or upgrade it to the newest version."""
-    from poller import db
+    from poller.store import db
 
     engine = app.engine(check=False)
     before, after = db.upgrade(engine)

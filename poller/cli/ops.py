@@ -47,7 +47,7 @@ def check(app: App, path: str | None, as_json: bool) -> None:
 
 def sectioned(cfg: config_mod.Config) -> dict[str, dict]:
     """The resolved values in the config file's own layout, secrets and passwords masked."""
-    from poller import db
+    from poller.store import db
 
     masked = cfg.masked()
     out = {"database": {"url": db.safe_url(cfg.db_url)},

@@ -13,7 +13,7 @@ target_metadata = models.Base.metadata
 def run_migrations_online() -> None:
     engine = config.attributes.get("engine")
     if engine is None:
-        from poller import db
+        from poller.store import db
 
         engine = db.make_engine(config.get_main_option("sqlalchemy.url"))
     with engine.execution_options(sqlite_write=True).connect() as connection:

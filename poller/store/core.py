@@ -5,7 +5,7 @@ one short transaction and hands back frozen values (:mod:`poller.values`),
 never live ORM rows.  The cycle's and the turns' verbs, which work inside a
 transaction their caller holds, live beside this module
 (:mod:`poller.store.cycle`, :mod:`poller.store.turns`, ...).  Writes on SQLite take the write lock up front (BEGIN
-IMMEDIATE, see :mod:`poller.db`) so concurrent writers wait instead of
+IMMEDIATE, see :mod:`poller.store.db`) so concurrent writers wait instead of
 failing halfway.
 """
 

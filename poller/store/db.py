@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine, make_url
 from poller import errors
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # longer than any one write the loop makes, LLM summary included
-MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 VERSION_TABLE = "alembic_version"  # Alembic's default, where it records the schema's revision
 
 
