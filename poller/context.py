@@ -40,6 +40,7 @@ class TickReport:
     decisions: list[tuple[str, str, str, str]] = field(default_factory=list)  # agent, mood, kind, code
     recovered: int = 0
     abandoned: int = 0  # wakes composed but not recorded: the listener changed meanwhile
+    quarantined: int = 0  # listeners set aside this cycle because evaluating them raised
 
 
 @dataclass

@@ -38,6 +38,13 @@ from wiki_rules.fallback import BUILT_IN, DialWords
 
 __all__ = ["Poller", "Planned", "TickReport"]
 
+
+def transient_errors() -> tuple[type[Exception], ...]:
+    """Database errors that say nothing about the data: the cycle is retried whole."""
+    import sqlalchemy as sa
+
+    return (sa.exc.OperationalError, sa.exc.InterfaceError)
+
 log = logging.getLogger("poller.loop")
 
 DUE_BATCH = 500
@@ -143,18 +150,43 @@ class Poller:
                 seen.add((agent_id, mood_id))
                 if agent_id not in self.ctx.agents:
                     continue
-                with self._tx() as s:
-                    draft = evaluate.evaluate(self.ctx, s, agent_id, mood_id, now, report)
-                if draft is None:
+                try:
+                    planned = self._one(agent_id, mood_id, now, report)
+                except transient_errors():
+                    raise  # a lock or a lost connection: the whole cycle is retried
+                except Exception as exc:  # this pair's data broke it: set it aside, go on
+                    self._set_aside(agent_id, mood_id, exc, now, report)
                     continue
-                wake = drafts.compose_text(self.ctx, draft)  # no transaction open
-                with self._tx() as s:
-                    planned = drafts.record(self.ctx, s, draft, wake, now, report)
-                if planned is None:
-                    report.abandoned += 1  # changed meanwhile: looked at again next cycle
-                    continue
-                yield planned
+                if planned is not None:
+                    yield planned
         report.due = len(seen)
+
+    def _one(self, agent_id: int, mood_id: int, now: dt.datetime,
+             report: TickReport) -> Optional[Planned]:
+        """Decide on one due listener; compose and record its wake if there is one."""
+        with self._tx() as s:
+            draft = evaluate.evaluate(self.ctx, s, agent_id, mood_id, now, report)
+        if draft is None:
+            return None
+        wake = drafts.compose_text(self.ctx, draft)  # no transaction open
+        with self._tx() as s:
+            planned = drafts.record(self.ctx, s, draft, wake, now, report)
+        if planned is None:
+            report.abandoned += 1  # changed meanwhile: looked at again next cycle
+        return planned
+
+    def _set_aside(self, agent_id: int, mood_id: int, exc: Exception, now: dt.datetime,
+                   report: TickReport) -> None:
+        """Quarantine a listener whose evaluation raised; it is tried again later."""
+        error = f"{type(exc).__name__}: {exc}"
+        log.exception("agent %s in Mood %s set aside: %s", agent_id, mood_id, error,
+                      extra={"action": "quarantined", "kind": "listener"})
+        report.quarantined += 1
+        with self._tx() as s:
+            cycle.quarantine(s, "listener", f"{agent_id}:{mood_id}", error, now,
+                             agent_id=agent_id, mood_id=mood_id)
+            cycle.defer_listener(s, agent_id, mood_id,
+                                 now + dt.timedelta(seconds=self.config.poller.hold_renew))
 
     def _recover(self, now: dt.datetime) -> int:
         closed, start = recover.recover(self.ctx, now, self.launcher.running())
@@ -204,6 +236,11 @@ class Poller:
             # transaction rolled back, so the next cycle simply retries.
             log.warning("cycle failed, retrying: %s", str(exc).splitlines()[0],
                         extra={"action": "cycle_failed"})
+            return None
+        except Exception:
+            # Never exit over data: what one item breaks is set aside where it
+            # is met; anything else is logged whole and the next cycle goes on.
+            log.exception("cycle failed, retrying", extra={"action": "cycle_failed"})
             return None
 
     def shutdown(self, now: dt.datetime) -> None:

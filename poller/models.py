@@ -358,3 +358,28 @@ class Refusal(Base):
     reason: Mapped[str] = mapped_column(Text)
     at: Mapped[dt.datetime]
     reported_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+
+
+# -- Robustness (migration 0006) --------------------------------------------------------
+
+
+class Quarantine(Base):
+    """An item the cycle could not process: set aside with its error so the rest goes on.
+
+    ``kind`` is what it was (``post``, ``signin``, ``listener``); ``ref`` names it
+    (a post id, a sign-in id, ``agent:mood``).  The same failure again only
+    moves ``last_at`` and ``count``.
+    """
+
+    __tablename__ = "quarantine"
+    __table_args__ = (UniqueConstraint("kind", "ref", name="uq_quarantine_kind_ref"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    ref: Mapped[str] = mapped_column(String(64))
+    agent_id: Mapped[Optional[int]] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[Optional[int]] = mapped_column(ForeignKey("moods.id"))
+    error: Mapped[str] = mapped_column(Text)
+    at: Mapped[dt.datetime]
+    last_at: Mapped[dt.datetime]
+    count: Mapped[int] = mapped_column(Integer, default=1)

@@ -68,6 +68,7 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
         owed = len(cycle.owed_posts(s, agent.id, mood.id))
         flight = cycle.in_flight_here(s, agent.id, mood.id)
         scram = _scram(s)
+        aside = [_aside_json(q) for q in ops.quarantined(s, agent.id, mood.id)]
     hold = None
     if l is not None and l.hold_reason and owed:
         hold = {"reason": l.hold_reason, "since": iso(l.hold_since), "owed": owed}
@@ -78,13 +79,19 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
                   "quiet_backoff": l.quiet_backoff or None}
     return {"mood": slug, "agent": agent.handle, "scram": scram, "hold": hold,
             "owed": owed, "in_flight": flight.id if flight else None,
-            "decisions": decisions, "timers": timers}
+            "decisions": decisions, "timers": timers, "quarantined": aside}
+
+
+def _aside_json(q: ops.QuarantineRecord) -> dict:
+    return {"kind": q.kind, "ref": q.ref, "mood": q.mood, "error": q.error, "at": iso(q.at),
+            "last_at": iso(q.last_at), "count": q.count}
 
 
 def status(store: Store, now: dt.datetime) -> dict:
     with store.reading() as s:
         o = ops.overview(s)
         scram = _scram(s)
+        aside = [_aside_json(q) for q in ops.quarantined(s)]
     agents = []
     for agent_id, handle in o.agents.items():
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
@@ -96,7 +103,8 @@ def status(store: Store, now: dt.datetime) -> dict:
                            "status": w.status, "since": iso(w.started_at or w.created_at)}
                           for w in o.in_flight],
             "next_due": [{"agent": d.agent, "mood": d.mood, "due_at": iso(d.due_at)}
-                         for d in o.due]}
+                         for d in o.due],
+            "quarantined": aside}
 
 
 def set_scram(store: Store, by: Optional[str], now: dt.datetime) -> int:

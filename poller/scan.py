@@ -36,8 +36,11 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
         addressed = mentioned.get(r.id, set())
         if r.sender_trust == Trust.NONE and r.sender_kind == ParticipantKind.PERSON:
             addressed = set()  # people with trust none: a mention is just text
-        for agent_id in agent_ids:
-            apply_post(ctx, listeners[(agent_id, r.mood_id)], r, agent_id, addressed, now, owed)
+        try:
+            for agent_id in agent_ids:
+                apply_post(ctx, listeners[(agent_id, r.mood_id)], r, agent_id, addressed, now, owed)
+        except Exception as exc:  # one bad row must not stop every Mood
+            set_aside(s, "post", r.id, r.mood_id, exc, now)
     s.add_all(Owed(agent_id=a, post_id=p, mood_id=m) for a, p, m in owed)
     owed_pairs = {(a, m) for a, _, m in owed}
     for pair, row in listeners.items():
@@ -81,6 +84,14 @@ def apply_post(ctx: Context, l: Listener, r: cycle.PostEvent, agent_id: int,
         l.consider_due_at = r.created_at + dt.timedelta(seconds=values["consider_after"])
 
 
+def set_aside(s, kind: str, item_id: int, mood_id: int, exc: Exception, now: dt.datetime) -> None:
+    """Quarantine one row the scan could not apply; the cursor moves on past it."""
+    error = f"{type(exc).__name__}: {exc}"
+    cycle.quarantine(s, kind, str(item_id), error, now, mood_id=mood_id)
+    log.error("%s %s set aside: %s", kind, item_id, error,
+              extra={"action": "quarantined", "kind": kind, "ref": str(item_id)})
+
+
 def reschedule(l: Listener, owed: bool, now: dt.datetime) -> None:
     due = cycle.next_due(l, owed, now)
     if l.due_at is not None and (due is None or l.due_at < due):
@@ -120,13 +131,16 @@ def signins(ctx: Context, s, now: dt.datetime) -> int:
     fresh = [r for r in rows if r.at > now - window]
     listeners = cycle.listeners_for(s, {(a, r.mood_id) for r in fresh for a in ctx.agents})
     for r in fresh:
-        for a in ctx.agents:
-            if r.participant_id == a:
-                continue  # its own sign-in would only be skipped; don't let it displace one
-            l = listeners[(a, r.mood_id)]
-            # The oldest sign-in not yet dealt with waits first; the ones
-            # after it are taken in turn (see evaluate.next_arrival).
-            l.arrival_signin_id = l.arrival_signin_id or r.id
-            l.due_at = now if l.due_at is None else min(l.due_at, now)
+        try:
+            for a in ctx.agents:
+                if r.participant_id == a:
+                    continue  # its own sign-in would only be skipped; don't let it displace one
+                l = listeners[(a, r.mood_id)]
+                # The oldest sign-in not yet dealt with waits first; the ones
+                # after it are taken in turn (see evaluate.next_arrival).
+                l.arrival_signin_id = l.arrival_signin_id or r.id
+                l.due_at = now if l.due_at is None else min(l.due_at, now)
+        except Exception as exc:
+            set_aside(s, "signin", r.id, r.mood_id, exc, now)
     cur.value, cur.at = rows[-1].id, now
     return len(rows)

@@ -161,6 +161,9 @@ def why(app: App, slug: str, handle: str, as_json: bool) -> None:
         click.echo(f"{kind:9} {d['code']} at {d['at']}{seen}{tail}")
     if not answer["decisions"]:
         click.echo("no decisions yet: nothing has been due for this agent here")
+    for q in answer["quarantined"]:
+        click.echo(f"set aside: {q['kind']} {q['ref']} ({q['count']}x, last {q['last_at']}): "
+                   f"{q['error']}")
     t = answer["timers"]
     click.echo("timers: " + ", ".join(f"{k} {v}" for k, v in t.items() if v) if any(t.values())
                else "timers: none set")
@@ -187,6 +190,10 @@ def status(app: App, as_json: bool) -> None:
     click.echo(f"turns in flight: {len(st['in_flight'])}")
     for w in st["in_flight"]:
         click.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} since {w['since']}")
+    for q in st["quarantined"]:
+        where = f" in {q['mood']}" if q["mood"] else ""
+        click.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last {q['last_at']}): "
+                   f"{q['error']}")
     click.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
 
 

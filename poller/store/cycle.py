@@ -500,3 +500,26 @@ def newest_person_post(s: Session, mood_id: int) -> int:
         sa.select(sa.func.max(Post.id)).join(Participant, Participant.id == Post.sender_id)
         .where(Post.mood_id == mood_id, Participant.kind == ParticipantKind.PERSON,
                Post.kind == PostKind.POST)) or 0
+
+
+# -- Quarantine ----------------------------------------------------------------------------
+
+
+def quarantine(s: Session, kind: str, ref: str, error: str, now: dt.datetime, *,
+               agent_id: Optional[int] = None, mood_id: Optional[int] = None) -> bool:
+    """Set an item aside with its error; True the first time, False when seen again."""
+    from poller.models import Quarantine
+
+    row = s.scalar(sa.select(Quarantine).where(Quarantine.kind == kind, Quarantine.ref == ref))
+    error = error[:2000]
+    if row is not None:
+        row.last_at, row.count, row.error = now, row.count + 1, error
+        return False
+    s.add(Quarantine(kind=kind, ref=ref, agent_id=agent_id, mood_id=mood_id, error=error, at=now,
+                     last_at=now, count=1))
+    return True
+
+
+def defer_listener(s: Session, agent_id: int, mood_id: int, until: dt.datetime) -> None:
+    s.execute(sa.update(Listener).where(Listener.agent_id == agent_id, Listener.mood_id == mood_id)
+              .values(due_at=until))

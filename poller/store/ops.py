@@ -177,3 +177,29 @@ def wake_everything_owed(s: Session, now: dt.datetime) -> None:
                                             Listener.mood_id == r.mood_id).values(due_at=now))
 
 
+
+
+@dataclass(frozen=True)
+class QuarantineRecord:
+    kind: str
+    ref: str
+    mood: Optional[str]
+    error: str
+    at: dt.datetime
+    last_at: dt.datetime
+    count: int
+
+
+def quarantined(s: Session, agent_id: Optional[int] = None, mood_id: Optional[int] = None,
+                limit: int = 20) -> list[QuarantineRecord]:
+    """Items set aside, newest first: for one (agent, Mood) its listener and the Mood's rows."""
+    from poller.models import Quarantine
+
+    q = sa.select(Quarantine).order_by(Quarantine.last_at.desc(), Quarantine.id.desc()).limit(limit)
+    if mood_id is not None:
+        q = q.where(Quarantine.mood_id == mood_id)
+    if agent_id is not None:
+        q = q.where(sa.or_(Quarantine.agent_id.is_(None), Quarantine.agent_id == agent_id))
+    _, slugs = _names(s)
+    return [QuarantineRecord(r.kind, r.ref, slugs.get(r.mood_id), r.error, r.at, r.last_at,
+                             r.count) for r in s.scalars(q)]
