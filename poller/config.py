@@ -10,6 +10,7 @@ environment, never from the command line, and are masked whenever printed.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 import types
@@ -29,6 +30,8 @@ LAUNCHERS = ("process", "thread")
 SECRET_FIELDS = {"bot_password", "api_key"}
 
 HOUR_S = 3600.0
+MAX_SECONDS = 1e9  # every float option is seconds; about 31 years is more than any of them needs
+MAX_INT = 2**63 - 1
 
 
 def data_dir() -> Path:
@@ -150,8 +153,15 @@ def _coerce(section: str, cls, raw: dict):
             raise errors.ConfigError(
                 f"config: {section}.{key} must be {want.__name__}, got {value!r}"
             )
+        if want is float and not math.isfinite(value):
+            raise errors.ConfigError(f"config: {section}.{key} must be a finite number, got {value!r}")
         if want in (int, float) and value < 0:
             raise errors.ConfigError(f"config: {section}.{key} must not be negative")
+        if want is float and value > MAX_SECONDS:
+            raise errors.ConfigError(
+                f"config: {section}.{key} must be at most {MAX_SECONDS:,.0f} (seconds), got {value!r}")
+        if want is int and value > MAX_INT:
+            raise errors.ConfigError(f"config: {section}.{key} must be at most {MAX_INT}, got {value!r}")
         values[key] = value
     return cls(**values)
 
@@ -190,6 +200,9 @@ def load(path: str | os.PathLike | None = None, db_url: str | None = None,
             raise errors.ConfigError(f"config: cannot read {path}: {exc.strerror}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise errors.ConfigError(f"config: {path} is not valid TOML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise errors.ConfigError(
+                f"config: {path} is not UTF-8 text (byte {exc.start} is not valid UTF-8)") from exc
     kwargs: dict = {}
     for key, value in raw.items():
         if key in SECTIONS:

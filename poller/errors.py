@@ -41,6 +41,12 @@ class StoreError(PollerError):
     exit_code = 78
 
 
+class StoreBusy(StoreError):
+    """Another writer held the database past the busy timeout: try again later."""
+
+    exit_code = 75  # EX_TEMPFAIL
+
+
 class TokenizerError(ConfigError):
     """The configured tiktoken encoding cannot be loaded offline."""
 

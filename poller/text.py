@@ -48,18 +48,52 @@ def check_post_text(text: str) -> str:
         )
     if "\x00" in text:
         raise errors.UserError("post contains a NUL character")
+    check_utf8(text, "the post text")
     return text
 
 
+# Every time the product accepts lies in this fixed window, so arithmetic the
+# loop does on it (a cooldown, a week of idling) never leaves datetime's range.
+EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+LATEST = dt.datetime(2200, 12, 31, 23, 59, 59, 999_999, tzinfo=dt.timezone.utc)
+
+
 def parse_time(raw: str, what: str = "time") -> dt.datetime:
-    """ISO 8601 to an aware UTC datetime; a time with no offset is taken as UTC."""
+    """ISO 8601 to an aware UTC datetime; a time with no offset is taken as UTC.
+
+    The time must fall between :data:`EARLIEST` and :data:`LATEST` (years
+    1970 to 2200).
+    """
+    check_utf8(raw or "", what)
     try:
         value = dt.datetime.fromisoformat(raw.strip().replace("Z", "+00:00") if raw else "")
     except ValueError:
         raise errors.UserError(f"invalid {what} {raw!r}: use ISO 8601, e.g. 2026-11-30T14:05:00Z") from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.timezone.utc)
-    return value.astimezone(dt.timezone.utc)
+    try:
+        value = value.astimezone(dt.timezone.utc)
+    except OverflowError:
+        value = None
+    if value is None or not EARLIEST <= value <= LATEST:
+        raise errors.UserError(f"{what} {raw!r} is out of range: give a time in the years "
+                               f"{EARLIEST.year} to {LATEST.year}")
+    return value
+
+
+def check_utf8(value: str, what: str) -> str:
+    """*value* unchanged, or UserError if it holds bytes that were not UTF-8.
+
+    Python hands undecodable bytes of the command line over as lone
+    surrogates (U+DC80..U+DCFF); no text the product stores may hold any
+    surrogate.
+    """
+    if value and _SURROGATE.search(value):
+        raise errors.UserError(f"invalid UTF-8 in {what}")
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def utcnow() -> dt.datetime:

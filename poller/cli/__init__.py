@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import re
 import sys
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING
@@ -61,8 +62,41 @@ def load_command(name: str, module: str) -> click.Command:
     mod = importlib.import_module(f"poller.cli.{module}")
     for command in mod.COMMANDS:
         if command.name == name:
-            return command
+            return guard_text(command)
     raise LookupError(f"poller.cli.{module} has no command {name!r}")
+
+
+def guard_text(command: click.Command, recursive: bool = True) -> click.Command:
+    """Make every parameter of *command* (and of its subcommands) refuse text that
+    cannot be stored: bytes of the command line that were not UTF-8 (Python hands
+    them over as lone surrogates) and NUL characters.
+
+    The check runs while the command line is parsed, before the command does
+    anything, and fails with one line naming the parameter.
+    """
+    for param in command.params:
+        if not getattr(param, "_text_guarded", False):
+            param.callback = _checked(param.callback)
+            param._text_guarded = True
+    if recursive:
+        for sub in getattr(command, "commands", {}).values():
+            guard_text(sub)
+    return command
+
+
+def _checked(callback):
+    def check(ctx: click.Context, param: click.Parameter, value):
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(item, str):
+                what = param.opts[-1] if isinstance(param, click.Option) else param.human_readable_name
+                from poller import text
+
+                text.check_utf8(item, what)
+                if "\x00" in item:
+                    raise errors.UserError(f"NUL character in {what}")
+        return callback(ctx, param, value) if callback is not None else value
+
+    return check
 
 
 class LazyCommands(MutableMapping):
@@ -153,10 +187,29 @@ def importing():
             gc.enable()
 
 
+def check_db_url(url: str) -> None:
+    """StoreError, one line with any password masked, if *url* is not a database URL."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError, TypeError):
+        raise errors.StoreError(f"invalid database URL {mask_url(url)!r}") from None
+
+
+def mask_url(url: str) -> str:
+    """*url* with the password of any ``user:password@`` part masked, parseable or not."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
 class App:
     """What every command needs, built lazily from the global options."""
 
+    last: App | None = None  # the newest, for naming its database in error messages
+
     def __init__(self, db_url: str | None, config_path: str | None, now: str | None = None):
+        App.last = self
         self._db_url = db_url
         self._config_path = config_path
         self._now = now
@@ -195,6 +248,7 @@ class App:
             with importing():
                 from poller.store import db
 
+            check_db_url(self.config.db_url)
             self._engine = db.make_engine(self.config.db_url)
             if check:
                 db.check_schema(self._engine)
@@ -236,6 +290,9 @@ def cli(ctx: click.Context, db_url: str | None, config_path: str | None, now: st
     ctx.call_on_close(app.close)
 
 
+guard_text(cli, recursive=False)  # its commands are guarded as they load
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; *argv* defaults to the process's own, and then the process ends."""
     try:
@@ -256,14 +313,69 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(130)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx else "mood-poller"
-        click.echo(f"mood-poller: {exc.format_message()} (see `{where} --help`)", err=True)
-        sys.exit(exc.exit_code)
+        _fail(f"{exc.format_message()} (see `{where} --help`)", exc.exit_code)
     except click.ClickException as exc:
-        click.echo(f"mood-poller: {exc.format_message()}", err=True)
-        sys.exit(exc.exit_code)
+        _fail(exc.format_message(), exc.exit_code)
     except errors.PollerError as exc:
-        click.echo(f"mood-poller: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        mapped = database_error(exc)
+        if mapped is None:
+            raise
+        _fail(str(mapped), mapped.exit_code)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    from poller.cli.common import for_terminal
+
+    click.echo(f"mood-poller: {for_terminal(message)}", err=True)
+    sys.exit(code)
+
+
+def database_error(exc: BaseException) -> errors.StoreError | None:
+    """A driver's OperationalError as a one-line StoreError (None for anything else).
+
+    A database another writer held past the busy timeout is :class:`errors.StoreBusy`
+    (exit 75: try again); a read-only one names its file.
+    """
+    sa_exc = sys.modules.get("sqlalchemy.exc")
+    if sa_exc is None or not isinstance(exc, sa_exc.OperationalError):
+        return None
+    orig = getattr(exc, "orig", None) or exc
+    first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+    lowered = first.lower()
+    if ("database is locked" in lowered or "database is busy" in lowered
+            or "database table is locked" in lowered
+            or getattr(orig, "sqlstate", None) in BUSY_SQLSTATES):
+        return errors.StoreBusy("database busy, try again")
+    if "readonly database" in lowered or "read-only" in lowered:
+        return errors.StoreError(f"database is read-only: {_where()}")
+    return errors.StoreError(f"database error: {first}")
+
+
+# PostgreSQL: lock_not_available, deadlock_detected, serialization_failure.
+BUSY_SQLSTATES = {"55P03", "40P01", "40001"}
+
+
+def _where() -> str:
+    """The database the current command uses: a SQLite file's path, else its masked URL."""
+    app = App.last
+    url = (app._db_url if app else None) or ""
+    if app is not None:
+        try:
+            url = app.config.db_url
+        except errors.PollerError:
+            pass
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite" and parsed.database:
+            path = parsed.database
+            return path[len("file:"):].partition("?")[0] if path.startswith("file:") else path
+        return parsed.render_as_string(hide_password=True)
+    except Exception:
+        return mask_url(url) or "the database"

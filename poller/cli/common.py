@@ -3,14 +3,91 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 
 import click
 
 from poller import text
 
+MAX_ID = 2**63 - 1  # the largest id (and count) a database column holds
+MAX_SECONDS = 1e9  # about 31 years: more than any wait the product makes
+
+
+class Whole(click.ParamType):
+    """A whole number from 1 to 2^63 - 1: an id, or how many rows to show."""
+
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            raw = str(value).strip()
+            if not re.fullmatch(r"[+-]?[0-9]{1,30}", raw):
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+            number = int(raw)
+        if not 1 <= number <= MAX_ID:
+            self.fail(f"{value!r} is out of range: give a whole number from 1 to {MAX_ID}",
+                      param, ctx)
+        return number
+
+
+class Seconds(click.ParamType):
+    """A finite, positive number of seconds, at most :data:`MAX_SECONDS`."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            number = value
+        else:
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(number) or not 0 < number <= MAX_SECONDS:
+            self.fail(f"{value!r} is out of range: give a number of seconds above 0 and at "
+                      f"most {MAX_SECONDS:,.0f}", param, ctx)
+        return number
+
+
+WHOLE = Whole()
+SECONDS = Seconds()
+
+
+# Characters never printed raw to an operator's terminal: C0 controls but
+# newline and tab, DEL, C1 controls (ESC and CSI among them, which drive the
+# terminal), and the bidirectional controls that reorder what is shown.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                     "\u2028\u2029\ud800-\udfff]")
+_UNSAFE_CELL = re.compile(_UNSAFE.pattern[:1] + "\t\n" + _UNSAFE.pattern[1:])
+
+
+def _escape(match: re.Match) -> str:
+    c = match.group()
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def for_terminal(value, *, cell: bool = False) -> str:
+    """*value* as text safe to print: control characters shown as ``\\x1b``-style escapes.
+
+    Newlines and tabs are kept, except in a table *cell*, which stays on one line.
+    """
+    s = str(value)
+    return (_UNSAFE_CELL if cell else _UNSAFE).sub(_escape, s)
+
+
+def echo(value="", **kwargs) -> None:
+    """``click.echo`` for text that may hold what people wrote."""
+    click.echo(for_terminal(value), **kwargs)
+
 
 def echo_json(value) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    # json escapes C0 controls itself; C1, bidi controls and lone surrogates are
+    # written as \\u escapes too (the same JSON value), so none reaches a terminal raw.
+    out = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    click.echo(_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", out))
 
 
 def now_option(f):
@@ -34,6 +111,7 @@ def when(app, raw: str | None, what: str = "--at"):
 def table(rows: list[list[str]], headers: list[str]) -> None:
     if not rows:
         return
+    rows = [[for_terminal(c, cell=True) for c in r] for r in rows]
     widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     for r in rows:

@@ -50,11 +50,11 @@ def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> 
         click.echo("emergency stop is set: nothing woken (`mood-poller scram --lift` resumes)")
     for w in report.wakes:
         if dry_run:
-            click.echo(f"--- would wake {w.agent} in {w.mood} ({w.kind}, tools {w.tools}, "
+            common.echo(f"--- would wake {w.agent} in {w.mood} ({w.kind}, tools {w.tools}, "
                        f"answers {w.answers or '-'})")
-            click.echo(w.text)
+            common.echo(w.text)
         else:
-            click.echo(f"woke {w.agent} in {w.mood}: {w.kind} (wake {w.wake_id}, tools {w.tools})")
+            common.echo(f"woke {w.agent} in {w.mood}: {w.kind} (wake {w.wake_id}, tools {w.tools})")
     if wait or not poller.launcher.detaches:
         poller.wait()  # turns run inside this process, or --wait asked for them
     if dry_run:
@@ -62,7 +62,7 @@ def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> 
 
 
 @click.command()
-@click.option("--interval", type=float, default=None, metavar="SECONDS",
+@click.option("--interval", type=common.SECONDS, default=None, metavar="SECONDS",
               help="Seconds between cycles (default: poller.interval, 1 s).")
 @click.option("--log-json", is_flag=True, help="Log lines as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too.")
@@ -94,7 +94,7 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None
 @click.option("--agent", metavar="HANDLE", help="Only this agent.")
 @click.option("--kind", type=click.Choice(["mention", "consider", "quiet", "arrival"]),
               help="Only this kind.")
-@click.option("--limit", type=int, default=50, show_default=True, help="How many, newest first.")
+@click.option("--limit", type=common.WHOLE, default=50, show_default=True, help="How many, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | None, limit: int,
@@ -115,7 +115,7 @@ def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | N
 
 
 @wakes.command("show")
-@click.argument("wake_id", type=int)
+@click.argument("wake_id", type=common.WHOLE)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
@@ -126,11 +126,11 @@ def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
     if as_json:
         common.echo_json(w)
         return
-    click.echo(f"wake {w['id']}: {w['agent']} in {w['mood']}, {w['kind']}, tools {w['tools']}, "
+    common.echo(f"wake {w['id']}: {w['agent']} in {w['mood']}, {w['kind']}, tools {w['tools']}, "
                f"{w['status']}, dials {w['dial_source']}, {w['prompt_tokens']} tokens")
     if w["error"]:
-        click.echo(f"note: {w['error']}")
-    click.echo(w["text"])
+        common.echo(f"note: {w['error']}")
+    common.echo(w["text"])
 
 
 @click.command()
@@ -149,23 +149,23 @@ def why(app: App, slug: str, handle: str, as_json: bool) -> None:
         return
     if answer["scram"]:
         s = answer["scram"]
-        click.echo(f"EMERGENCY STOP set by {s['by'] or 'someone'} at {s['at']}: nothing wakes")
+        common.echo(f"EMERGENCY STOP set by {s['by'] or 'someone'} at {s['at']}: nothing wakes")
     if answer["hold"]:
         h = answer["hold"]
-        click.echo(f"holding {h['owed']} mention(s) since {h['since']}: {h['reason']}")
+        common.echo(f"holding {h['owed']} mention(s) since {h['since']}: {h['reason']}")
     if answer["in_flight"]:
-        click.echo(f"at work here now: wake {answer['in_flight']}")
+        common.echo(f"at work here now: wake {answer['in_flight']}")
     for kind, d in answer["decisions"].items():
         tail = f", next due {d['next_due']}" if d["next_due"] else ""
         seen = f" (x{d['count']}, last {d['last_at']})" if d["count"] > 1 else ""
-        click.echo(f"{kind:9} {d['code']} at {d['at']}{seen}{tail}")
+        common.echo(f"{kind:9} {d['code']} at {d['at']}{seen}{tail}")
     if not answer["decisions"]:
-        click.echo("no decisions yet: nothing has been due for this agent here")
+        common.echo("no decisions yet: nothing has been due for this agent here")
     for q in answer["quarantined"]:
-        click.echo(f"set aside: {q['kind']} {q['ref']} ({q['count']}x, last {q['last_at']}): "
+        common.echo(f"set aside: {q['kind']} {q['ref']} ({q['count']}x, last {q['last_at']}): "
                    f"{q['error']}")
     t = answer["timers"]
-    click.echo("timers: " + ", ".join(f"{k} {v}" for k, v in t.items() if v) if any(t.values())
+    common.echo("timers: " + ", ".join(f"{k} {v}" for k, v in t.items() if v) if any(t.values())
                else "timers: none set")
 
 
@@ -182,19 +182,19 @@ def status(app: App, as_json: bool) -> None:
         common.echo_json(st)
         return
     if st["scram"]:
-        click.echo(f"EMERGENCY STOP set by {st['scram']['by'] or 'someone'} at {st['scram']['at']}")
+        common.echo(f"EMERGENCY STOP set by {st['scram']['by'] or 'someone'} at {st['scram']['at']}")
     for a in st["agents"]:
         where = ", ".join(a["at_work"]) or "-"
         held = ", ".join(f"{h['mood']} ({h['reason']})" for h in a["held"]) or "-"
-        click.echo(f"{a['handle']}: {a['state']}; at work in {where}; holding in {held}")
-    click.echo(f"turns in flight: {len(st['in_flight'])}")
+        common.echo(f"{a['handle']}: {a['state']}; at work in {where}; holding in {held}")
+    common.echo(f"turns in flight: {len(st['in_flight'])}")
     for w in st["in_flight"]:
-        click.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} since {w['since']}")
+        common.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} since {w['since']}")
     for q in st["quarantined"]:
         where = f" in {q['mood']}" if q["mood"] else ""
-        click.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last {q['last_at']}): "
+        common.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last {q['last_at']}): "
                    f"{q['error']}")
-    click.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
+    common.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
 
 
 @click.command()

@@ -15,7 +15,7 @@ from poller.cli import App, common, pass_app
 @click.argument("text")
 @click.option("--as", "sender", required=True, metavar="HANDLE", help="Who is posting.")
 @click.option("--at", "at", metavar="ISO8601", help="When it was posted (default: now).")
-@click.option("--reply-to", type=int, metavar="POST_ID", help="The post this answers.")
+@click.option("--reply-to", type=common.WHOLE, metavar="POST_ID", help="The post this answers.")
 @common.now_option
 @pass_app
 def post(app: App, slug: str, text: str, sender: str, at: str | None,
@@ -32,7 +32,7 @@ def post(app: App, slug: str, text: str, sender: str, at: str | None,
 
 @click.command()
 @click.argument("slug")
-@click.option("--limit", type=int, default=20, show_default=True, help="How many, newest last.")
+@click.option("--limit", type=common.WHOLE, default=20, show_default=True, help="How many, newest last.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def posts(app: App, slug: str, limit: int, as_json: bool) -> None:
@@ -44,10 +44,10 @@ def posts(app: App, slug: str, limit: int, as_json: bool) -> None:
     for p in rows:
         stamp = p.created_at.strftime("%Y-%m-%d %H:%M")
         if p.kind == "silent":
-            click.echo(f"#{p.id} [{p.sender}, {stamp}] ·")
+            common.echo(f"#{p.id} [{p.sender}, {stamp}] ·")
         else:
             tag = "" if p.kind == "post" else f"({p.kind}) "
-            click.echo(f"#{p.id} [{p.sender}, {stamp}] {tag}{p.text}")
+            common.echo(f"#{p.id} [{p.sender}, {stamp}] {tag}{p.text}")
 
 
 @click.command()

@@ -125,8 +125,9 @@ class Store:
             raise errors.UserError("an agent needs a command (--command CMD)")
         if waker == "url" and not url:
             raise errors.UserError("an HTTP agent needs a URL (--url URL)")
-        if timeout is not None and timeout <= 0:
-            raise errors.UserError(f"timeout must be positive, got {timeout:g}")
+        if timeout is not None and not 0 < timeout <= 1e9:  # NaN fails this too
+            raise errors.UserError(f"timeout must be a positive number of seconds, at most "
+                                   f"1,000,000,000, got {timeout:g}")
         with self.writing() as s:
             # Agents are trusted to speak but not to wake each other with
             # full tools: their mentions wake look-only turns.
