@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from poller.cli import common
+
 
 @click.command()
 @click.option("--dir", "directory", metavar="PATH", type=click.Path(file_okay=False),
@@ -16,7 +18,7 @@ def demo(directory: str | None) -> None:
     """
     from poller import demo as demo_mod
 
-    demo_mod.run(directory, echo=click.echo)
+    demo_mod.run(directory, echo=common.echo)
 
 
 COMMANDS = [demo]

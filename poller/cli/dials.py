@@ -34,7 +34,7 @@ def dials(ctx: click.Context, app: App, refresh: bool, as_json: bool, seed_page:
     if as_json:
         echo_json(report.as_dict(status))
     else:
-        click.echo(report.render(status))
+        common.echo(report.render(status))
     if not ok:
         ctx.exit(1)
 

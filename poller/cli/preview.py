@@ -36,7 +36,7 @@ def preview(app: App, slug: str | None, handle: str | None, kind: str | None, fu
     dials = DialSource.from_config(app.config, app.engine())
     poller = loop.Poller(app.store, app.config, dials=dials.current)
     planned = preview_mod.preview(poller, slug, handle, kind, at, full)
-    click.echo(planned.text)
+    common.echo(planned.text)
 
 
 COMMANDS = [preview]
