@@ -3,9 +3,11 @@
 A wake shows posts as lines, ``[sender, time] text``.  This module owns that
 line format, the :class:`WakePost` it is made from, and the escaping of
 everything a person or agent wrote: no post can open or close
-``<mood-wake>``, and every line printed from a post starts either with its
-``[sender, time]`` prefix or with :data:`INDENT`, so none can pass for one of
-the wake's own lines or for another person's post.
+``<mood-wake>``, nor write a lookalike of it (fullwidth or Cyrillic letters,
+invisible characters inside); invisible and bidirectional control characters
+are shown as ``⟨U+200B⟩``; and every line printed from a post starts either
+with its ``[sender, time]`` prefix or with :data:`INDENT`, so none can pass
+for one of the wake's own lines or for another person's post.
 
 It imports nothing from the rest of the package: the catch-up, the
 summarizers and the composer all build on it.
@@ -14,6 +16,7 @@ summarizers and the composer all build on it.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -22,6 +25,40 @@ INDENT = "  "  # continuation lines of a post: never confusable with our own lin
 # "<" before a tag-ish "m" (optionally "/" and spaces between) is escaped, so no
 # post can open or close <mood-wake>, in any case or spacing.
 _TAG = re.compile(r"<(?=[\s/]*m)", re.IGNORECASE)
+
+# Lookalikes of the tag are escaped the same way: a character that reads as
+# "<" (fullwidth, small, angle brackets), then spaces, slashes or invisible
+# characters, then one that reads as "m" once NFKC, case and the confusables
+# below are folded.  The "<" lookalike itself is what gets escaped.
+_LT_LIKE = "<\ufe64\uff1c\u2039\u276e\u02c2\u1438\u16b2\u2329\u3008\u27e8\u29fc"
+_LT_CANDIDATE = re.compile(f"[{_LT_LIKE}]")
+# Cyrillic, Greek and other letters that pass for the letters of "mood-wake",
+# and dashes and slashes that pass for "-" and "/".
+CONFUSABLES = {
+    **dict.fromkeys("\u043c\u03bc\u1d0d\u217f", "m"),
+    **dict.fromkeys("\u043e\u03bf\u0585\u1d0f\u03c3\u2c9f", "o"),
+    **dict.fromkeys("\u0501\u217e\u13e7", "d"),
+    **dict.fromkeys("\u051d\u0461\u03c9\u1d21\u0561", "w"),
+    **dict.fromkeys("\u0430\u03b1\u0251", "a"),
+    **dict.fromkeys("\u043a\u03ba\u0138\u1d0b", "k"),
+    **dict.fromkeys("\u0435\u03b5\u04bd\u0454", "e"),
+    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u02d7\u2043\u1806\ufe58", "-"),
+    **dict.fromkeys("\u2044\u2215\u29f8\u2571\u30ce\u27cb", "/"),
+    **dict.fromkeys(_LT_LIKE, "<"),
+}
+# Invisible characters a reader's eye skips: they are dropped when looking for a
+# tag, and shown as ⟨U+XXXX⟩ in people's text (see visible()).  Zero-width
+# (non-)joiners and variation selectors are left alone: real scripts and emoji
+# need them.
+_INVISIBLE = re.compile(
+    "[\x80-\x84\x86-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"
+    "\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0"
+    "\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f]")
+# What makes quote() change a printable text.
+_NEEDS_WORK = re.compile("[\n\r" + _LT_LIKE + _INVISIBLE.pattern[1:])
+# A subdivision flag (England, Scotland, Wales: U+1F3F4 and a few tag letters)
+# is an emoji, not hidden text; it is kept.
+_FLAG = re.compile("\U0001f3f4[\U000e0020-\U000e007e]{1,7}\U000e007f")
 # Characters Python (and readers) treat as line breaks or that are invisible
 # controls; \n and \t are kept, \r is normalised separately.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x85\u2028\u2029]")
@@ -47,8 +84,60 @@ class WakePost:
 
 
 def neutralise(text: str) -> str:
-    """*text* with anything that could open or close a wake tag escaped."""
-    return _TAG.sub("&lt;", text) if "<" in text else text
+    """*text* with anything that could open or close a wake tag escaped.
+
+    ``<mood-wake>`` and ``</mood-wake>`` in any case or spacing, and their
+    lookalikes (fullwidth or Cyrillic letters, invisible characters inside):
+    the "<" (or the character passing for it) becomes ``&lt;``.
+    """
+    if "<" in text:
+        text = _TAG.sub("&lt;", text)
+    if text.isascii() or not _LT_CANDIDATE.search(text):
+        return text
+    return _LT_CANDIDATE.sub(lambda m: "&lt;" if _opens_tag(text, m.start()) else m.group(), text)
+
+
+def fold(c: str) -> str:
+    """The character *c* reads as, for matching the tag: NFKC, lower case and
+    :data:`CONFUSABLES`; "" for invisible characters and combining marks."""
+    if c in CONFUSABLES:
+        return CONFUSABLES[c]
+    if _INVISIBLE.match(c) or c in "\u200c\u200d" or unicodedata.category(c) in ("Cf", "Mn", "Me"):
+        return ""
+    folded = unicodedata.normalize("NFKC", c).lower()
+    folded = "".join(ch for ch in unicodedata.normalize("NFD", folded)
+                     if unicodedata.category(ch) not in ("Mn", "Me"))
+    return "".join(CONFUSABLES.get(ch, ch) for ch in folded)
+
+
+def _opens_tag(text: str, at: int) -> bool:
+    """Whether the "<" lookalike at *at* reads as the start of a tag beginning with "m"."""
+    for i in range(at + 1, len(text)):  # stops at the first character that shows
+        folded = fold(text[i])
+        if folded == "" or folded.isspace() or folded == "/":
+            continue
+        return folded.startswith("m")
+    return False
+
+
+def visible(text: str) -> str:
+    """*text* with invisible and bidirectional control characters shown as ``⟨U+200B⟩``."""
+    if text.isascii() or not _INVISIBLE.search(text):
+        return text
+    flags = [(m.start(), m.end()) for m in _FLAG.finditer(text)]
+    if not flags:
+        return _INVISIBLE.sub(_show, text)
+    out, last = [], 0
+    for start, end in flags:
+        out.append(_INVISIBLE.sub(_show, text[last:start]))
+        out.append(text[start:end])
+        last = end
+    out.append(_INVISIBLE.sub(_show, text[last:]))
+    return "".join(out)
+
+
+def _show(match: re.Match) -> str:
+    return f"⟨U+{ord(match.group()):04X}⟩"
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -56,7 +145,7 @@ def one_line(text: str, limit: int = 200) -> str:
     flat = _BLANKS.sub(" ", _CONTROL.sub(" ", str(text))).strip()
     if len(flat) > limit:
         flat = flat[: limit - 1] + "…"
-    return neutralise(flat)
+    return visible(neutralise(flat))
 
 
 def quote(text: str) -> str:
@@ -66,10 +155,10 @@ def quote(text: str) -> str:
     prefix or with the indent, so no post line can equal one of our own lines
     (a footer line, a heading) or pass for another person's post.
     """
-    if "<" not in text and "\n" not in text and "\r" not in text and text.isprintable():
+    if text.isprintable() and not _NEEDS_WORK.search(text):
         return text  # the common case: nothing to do, and the stored count holds
     text = _CONTROL.sub(" ", text).replace("\r\n", "\n").replace("\r", "\n")
-    return neutralise(text).replace("\n", "\n" + INDENT)
+    return visible(neutralise(text)).replace("\n", "\n" + INDENT)
 
 
 # --- lines ----------------------------------------------------------------------
