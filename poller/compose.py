@@ -397,7 +397,7 @@ def render_frames(config: WakeConfig, templates: str | Path | None = None) -> st
     the same templates compose() uses (for `mood-poller preview --frames`)."""
     out = []
     for kind, tools in (("mention", "full"), ("mention", "look"), ("consider", "look"),
-                        ("quiet", "look"), ("arrival", "look")):
+                        ("quiet", "look"), ("arrival", "look"), ("cut-off", "look")):
         context = _placeholders(kind, tools, config)
         out.append(f"==== {kind} wake, {'full tools' if tools == 'full' else 'look-only'} ====\n")
         out.append(_render(kind, context, templates))
@@ -409,7 +409,7 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
     post = "[«sender», «time»] «text of the post; further lines indented»"
     return {
         "kind": kind, "mood_attr": "«slug»", "mood": "«slug»", "mood_title": "«Mood title»",
-        "agent": "«agent»", "woke": post, "woke_count": int(kind in ("mention", "consider")),
+        "agent": "«agent»", "woke": post, "woke_count": int(kind in ("mention", "consider", "cut-off")),
         "linked": "[«sender», «time», in «other-mood»] «a post a woke post linked to»",
         "linked_count": int(kind in ("mention", "consider")),
         "also_asked": [AlsoAsked("«other agent»", True)],

@@ -68,6 +68,13 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
             who = cycle.signin(s, l.arrival_signin_id)
             about_id = who.participant_id
             arrival = compose.Arrival(who.handle, who.label or who.handle, who.trust)
+        elif kind == WakeKind.CUT_OFF:
+            # The posts the cut-off turn was woken for, still unanswered, and
+            # what was said since the agent last spoke; always look-only.
+            woke = reads.posts_by_id(s, cycle.answers(s, l.followup_of))
+            hist, earlier = reads.history(s, mood.id, cycle.last_spoke_id(s, agent.id, mood.id),
+                                          {p.id for p in woke})
+            new_after = None
     tools = force_tools or tools_for(s, kind, owed)
     shown = {p.id for p in woke} | {p.id for p in hist}
     extras = reads.extras(s, agent.id, mood.id, woke, shown, now)
@@ -136,6 +143,8 @@ def after_wake(ctx: Context, s, l: Listener, draft: Draft, now: dt.datetime) -> 
         l.arrival_signin_id = next_arrival(ctx, s, l, now)
     if draft.kind == WakeKind.QUIET:
         l.quiet_due_at = None  # set again when the look settles
+    if draft.kind == WakeKind.CUT_OFF:
+        l.followup_of, l.followup_due_at = 0, None  # one follow-up per cut-off turn
     l.due_at = None  # the turn's settling makes it due again
 
 

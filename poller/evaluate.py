@@ -41,6 +41,8 @@ def due_kinds(l: Listener, owed: list[int], now: dt.datetime) -> list[str]:
         kinds.append(WakeKind.CONSIDER)
     if l.quiet_due_at and l.quiet_due_at <= now:
         kinds.append(WakeKind.QUIET)
+    if l.followup_of and l.followup_due_at and l.followup_due_at <= now:
+        kinds.append(WakeKind.CUT_OFF)
     return kinds
 
 
@@ -132,6 +134,8 @@ def after(ctx: Context, s, decision: law.Decision, kind: str, l: Listener, agent
             l.consider_from_id, l.consider_due_at = 0, None
         elif kind == WakeKind.QUIET:
             l.quiet_due_at = None  # until someone speaks again
+        elif kind == WakeKind.CUT_OFF:
+            l.followup_of, l.followup_due_at = 0, None
         return None
     renew = now + dt.timedelta(seconds=ctx.cfg.hold_renew)
     if decision.outcome == Outcome.HOLD:

@@ -17,6 +17,7 @@ class WakeKind(StrEnum):
     ARRIVAL = "arrival"
     CONSIDER = "consider"
     QUIET = "quiet"
+    CUT_OFF = "cut-off"  # a look-only follow-up after a turn was cut off with no reply
 
 
 class WakeStatus(StrEnum):

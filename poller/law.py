@@ -76,7 +76,7 @@ def decide(f: Facts) -> Decision:
 
 
 def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> Decision:
-    """A mention is held (it stays owed); anything else is deferred."""
+    """A mention is held (it stays owed); anything else (a cut-off's follow-up too) is deferred."""
     return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.DEFER, reason, next_due)
 
 
@@ -129,8 +129,8 @@ def _capacity(f: Facts) -> Optional[Decision]:
 
 
 def _pacing(f: Facts) -> Optional[Decision]:
-    if f.kind == WakeKind.MENTION:
-        return None  # mentions are never cooled down
+    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF):
+        return None  # mentions, and the follow-up of a turn cut off, are never cooled down
     if f.cooldown_until is not None and f.cooldown_until > f.now:
         return Decision(Outcome.DEFER, "cooldown", f.cooldown_until)
     if f.kind == WakeKind.CONSIDER:

@@ -218,6 +218,9 @@ class Listener(Base):
     arrival_signin_id: Mapped[int] = mapped_column(BigInteger, default=0)  # 0: no arrival pending
     hold_reason: Mapped[Optional[str]] = mapped_column(String(64))
     hold_since: Mapped[Optional[dt.datetime]]
+    # A turn here was cut off with no reply: a look-only follow-up is due (migration 0007).
+    followup_of: Mapped[int] = mapped_column(BigInteger, default=0)  # the cut-off wake; 0: none
+    followup_due_at: Mapped[Optional[dt.datetime]]
 
 
 class Owed(Base):

@@ -120,7 +120,7 @@ def set_scram(store: Store, by: Optional[str], now: dt.datetime) -> int:
             if w.host == procs.HOST and pid_alive(w.runner_pid, "poller.runner"):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(w.runner_pid, signal.SIGKILL)
-            end_turn(store.counter, s, w, "the emergency stop ended it", now)
+            end_turn(store.counter, s, w, "the emergency stop ended it", now, follow_up=False)
             ended += 1
     return ended
 

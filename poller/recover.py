@@ -53,10 +53,15 @@ def runner_alive(pid) -> bool:
     return any(pid_alive(pid, marker) for marker in RUNNER_MARKERS)
 
 
-def end_turn(counter, s, w, why: str, now: dt.datetime) -> None:
-    """Close a turn as cut off, killing its agent first if it runs on this machine."""
+def end_turn(counter, s, w, why: str, now: dt.datetime, follow_up: bool = True) -> None:
+    """Close a turn as cut off, killing its agent first if it runs on this machine.
+
+    Unless an operator ended it, the agent is owed a look-only follow-up.
+    """
     kill_agent(w)
     turns.close(s, counter, w, WakeStatus.CUT_OFF, why, now)
+    if follow_up:
+        turns.follow_up(s, counter, w, now)
 
 
 def kill_agent(w) -> None:

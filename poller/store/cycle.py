@@ -187,7 +187,7 @@ def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[in
     found = {(l.agent_id, l.mood_id): l for l in s.scalars(q) if (l.agent_id, l.mood_id) in pairs}
     for agent_id, mood_id in pairs - set(found):
         row = Listener(agent_id=agent_id, mood_id=mood_id, last_person_id=0, looked_id=0,
-                       consider_from_id=0, quiet_backoff=0, arrival_signin_id=0)
+                       consider_from_id=0, quiet_backoff=0, arrival_signin_id=0, followup_of=0)
         s.add(row)
         found[(agent_id, mood_id)] = row
     return found
@@ -199,12 +199,12 @@ def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]
                          l.quiet_due_at) if t is not None]
     if owed or l.arrival_signin_id:
         times.append(now)
-    if not times:
-        return None
-    soonest = min(times)
+    soonest = min(times) if times else None
     # Unprompted looks wait out a cooldown; a mention never does.
-    if not owed and l.cooldown_until is not None and soonest < l.cooldown_until:
+    if soonest and not owed and l.cooldown_until is not None and soonest < l.cooldown_until:
         soonest = l.cooldown_until
+    if l.followup_of and l.followup_due_at is not None:  # nor does a cut-off's follow-up
+        soonest = l.followup_due_at if soonest is None else min(soonest, l.followup_due_at)
     return soonest
 
 
@@ -489,6 +489,7 @@ def fingerprint(s: Session, l: Listener, now: dt.datetime) -> tuple:
 
     return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
             l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
+            l.followup_of, l.followup_due_at,
             tuple(owed_posts(s, l.agent_id, l.mood_id)),
             in_flight_here(s, l.agent_id, l.mood_id) is not None,
             running_count(s, l.agent_id), len(wake_times(s, l.agent_id, now - law.HOUR)))

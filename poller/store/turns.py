@@ -77,12 +77,47 @@ def handle_of(s: Session, participant_id: int) -> str:
 # -- closing and settling ----------------------------------------------------------------
 
 
-def close(s: Session, counter, w: Wake, status: str, why: str, now: dt.datetime) -> None:
-    """Record a turn that did not finish normally, with a system post saying so."""
+def close(s: Session, counter, w: Wake, status: str, why: str, now: dt.datetime,
+          public: Optional[str] = None) -> None:
+    """Record a turn that did not finish normally, with a system post saying so.
+
+    *why* is the full reason, kept on the wake (``mood-poller wakes show``);
+    the post in the Mood says *public* when given: the kind of failure
+    without the agent's output (its stderr, an HTTP body), which may hold
+    anything.
+    """
     w.status, w.finished_at, w.error = status, now, why
-    body = f"@{handle_of(s, w.agent_id)}'s turn ended without a reply: {why}."
+    said = why if public is None else public
+    body = f"@{handle_of(s, w.agent_id)}'s turn ended without a reply: {said}."
     cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
     after_turn(s, w, now, silent_or_failed=True)
+
+
+FOLLOW_UP_AFTER = dt.timedelta(seconds=60)
+
+
+def follow_up(s: Session, counter, w: Wake, now: dt.datetime) -> None:
+    """A turn was cut off with no reply: owe the Mood one look-only follow-up.
+
+    The mention it answered is not woken again (a full-tool turn may have
+    done half its work); instead, soon after, the agent gets a ``cut-off``
+    wake carrying the note and the posts left unanswered, to answer, say what
+    it had been doing, or stay silent.  A follow-up that is cut off too is
+    held for an operator, with a notice in the Mood and in ``status``.
+    """
+    if w.reply_post_id is not None:
+        return  # it had replied: nothing is owed
+    l = cycle.listeners_for(s, {(w.agent_id, w.mood_id)})[(w.agent_id, w.mood_id)]
+    if w.kind != WakeKind.CUT_OFF:
+        l.followup_of, l.followup_due_at = w.id, now + FOLLOW_UP_AFTER
+        l.due_at = l.followup_due_at if l.due_at is None else min(l.due_at, l.followup_due_at)
+        return
+    handle = handle_of(s, w.agent_id)
+    body = (f"@{handle}'s follow-up to a turn that was cut off was cut off too; it is held for "
+            f"an operator (`mood-poller wakes show {w.id}`).")
+    cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
+    cycle.quarantine(s, "cut-off", str(w.id), f"wake {w.id}, a follow-up, was cut off too: "
+                     f"{w.error}", now, agent_id=w.agent_id, mood_id=w.mood_id)
 
 
 def after_turn(s: Session, w: Wake, now: dt.datetime, silent_or_failed: bool) -> None:
@@ -117,7 +152,9 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str
     """Record how the turn ended; returns the wake's final status.
 
     *outcome* is a :class:`poller.wakers.Outcome`: a status, the reply, an
-    error, the agent's session and the turn's cost.
+    error (kept on the wake) and its public reason (posted in the Mood), the
+    agent's session and the turn's cost.  An outcome with no public reason
+    is announced by its status alone.
     """
     with store.writing() as s:
         w = locked_wake(s, wake_id)
@@ -125,7 +162,11 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str
             return w.status  # already closed (an emergency stop got there first)
         keep_session(s, w, outcome.session, outcome.cost, now)
         if outcome.status != WakeStatus.REPLIED:
-            close(s, store.counter, w, outcome.status, outcome.error, now)
+            public = getattr(outcome, "public", "") or (
+                "it was cut off" if outcome.status == WakeStatus.CUT_OFF else "it failed")
+            close(s, store.counter, w, outcome.status, outcome.error, now, public=public)
+            if outcome.status == WakeStatus.CUT_OFF:
+                follow_up(s, store.counter, w, now)
             return w.status
         parsed = blocks.parse(outcome.reply, tools=w.tools)
         reply = settle.classify(parsed.text)
