@@ -116,6 +116,7 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    __import__("poller.secure").secure.undumpable()  # the agent may not read our environment
     if len(argv) != 1 or not argv[0].isdigit():
         print("usage: python -m poller.runner WAKE_ID", file=sys.stderr)
         return 2

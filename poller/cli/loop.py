@@ -28,6 +28,7 @@ def _poller(app: App, detach: bool):
 @pass_app
 def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> None:
     """Run one cycle of the poller (for cron)."""
+    __import__("poller.secure").secure.undumpable()  # agents may not read this process's secrets
     logs.setup(log_json, verbose)
     at = app.now()
     poller = _poller(app, detach=not wait)
@@ -70,6 +71,7 @@ def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> 
 @pass_app
 def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None:
     """Run the poller until SIGTERM or SIGINT (for systemd)."""
+    __import__("poller.secure").secure.undumpable()  # agents may not read this process's secrets
     logs.setup(log_json, verbose)
     interval = app.config.poller.interval if interval is None else interval
     if interval <= 0:
