@@ -16,6 +16,7 @@ import click
 
 from poller import config as config_mod, errors, tokens
 from poller.cli import App, common, pass_app
+from poller.secure import mask_url
 
 
 @click.group("config")
@@ -53,7 +54,9 @@ def sectioned(cfg: config_mod.Config) -> dict[str, dict]:
     out = {"database": {"url": db.safe_url(cfg.db_url)},
            "tokenizer": {"encoding": masked["encoding"]}}
     for section in config_mod.SECTIONS:
-        out[section] = masked[section]
+        # Any URL (the summarizer's, the wiki's) may carry a password or a key too.
+        out[section] = {key: mask_url(value) if isinstance(value, str) and "://" in value else value
+                        for key, value in masked[section].items()}
     return out
 
 

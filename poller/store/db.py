@@ -7,6 +7,7 @@ CLI and a running poller can share one file.  PostgreSQL URLs use psycopg 3
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
 from poller import errors
+from poller.secure import mask_text, mask_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # longer than any one write the loop makes, LLM summary included
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
@@ -22,11 +24,8 @@ VERSION_TABLE = "alembic_version"  # Alembic's default, where it records the sch
 
 
 def safe_url(url: str) -> str:
-    """The URL with any password masked, for messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable URL>"
+    """The URL with its password and credential-like parameters masked, for messages."""
+    return mask_url(url)
 
 
 def make_engine(url: str) -> Engine:
@@ -34,7 +33,7 @@ def make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except sa.exc.ArgumentError as exc:
-        raise errors.StoreError(f"invalid database URL {url!r}") from exc
+        raise errors.StoreError(f"invalid database URL {safe_url(url)!r}") from None
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() == "sqlite":
@@ -43,14 +42,15 @@ def make_engine(url: str) -> Engine:
         try:
             engine = sa.create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 10})
         except Exception as exc:  # missing driver, bad options
-            raise errors.StoreError(f"cannot open database {safe_url(url)}: {exc}") from exc
+            raise errors.StoreError(f"cannot open database {safe_url(url)}: "
+                                    f"{mask_text(str(exc))}") from None
     try:
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
     except Exception as exc:
         engine.dispose()
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
-        raise errors.StoreError(f"cannot open database {safe_url(url)}: {reason}") from exc
+        raise errors.StoreError(f"cannot open database {safe_url(url)}: {mask_text(reason)}") from None
     return engine
 
 
@@ -59,9 +59,9 @@ def _sqlite_engine(parsed) -> Engine:
     if database and database != ":memory:" and not database.startswith("file:"):
         path = Path(database).expanduser()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _private_file(path)
         except OSError as exc:
-            raise errors.StoreError(f"cannot create directory for {path}: {exc.strerror}") from exc
+            raise errors.StoreError(f"cannot create {path}: {exc.strerror}") from exc
     engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
 
     @event.listens_for(engine, "connect")
@@ -84,6 +84,29 @@ def _sqlite_engine(parsed) -> Engine:
     return engine
 
 
+def _private_file(path: Path) -> None:
+    """Create the database file (mode 0600) and its directory (0700) when they are new.
+
+    SQLite gives the ``-wal`` and ``-shm`` files the main file's mode, so
+    none of the three is readable by other users.  An existing file or
+    directory keeps the mode its owner gave it.
+    """
+    missing = []
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if missing:
+        os.chmod(missing[0], 0o700)  # the database's own directory; parents above it as umask says
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.fchmod(fd, 0o600)  # whatever the umask
+    os.close(fd)
+
+
 def alembic_config(engine: Engine):
     from alembic.config import Config as AlembicConfig
 
@@ -103,7 +126,7 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
     except errors.PollerError:
         raise
     except Exception as exc:
-        raise errors.StoreError(f"migration failed: {exc}") from exc
+        raise errors.StoreError(f"migration failed: {mask_text(str(exc))}") from exc
     return before, current_revision(engine) or ""
 
 
