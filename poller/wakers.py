@@ -11,6 +11,13 @@ started when the turn times out or is cancelled.  Three kinds:
 - ``HttpWaker``: POSTs the wake as JSON; the reply is the response's
   ``reply`` field (or a ``text/plain`` body).
 
+An ``Outcome`` that is no reply carries two reasons: ``error``, the detail
+(the agent's stderr tail, the HTTP body) for the wake's record and the
+operator, and ``public``, the kind of failure alone, which is what the Mood
+is told.  Agents get an allowlisted environment (:func:`turn_env`), no
+inherited file descriptor but their three pipes, and may run as another Unix
+user (the agent's ``run_as`` option).
+
 This module is imported by every runner, so it stays light: httpx is
 imported only when an HTTP turn runs.
 """
@@ -18,8 +25,10 @@ imported only when an HTTP turn runs.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -29,6 +38,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from poller import settle
+from poller.secure import mask_text
 
 READ_LIMIT = 4 * 1024 * 1024  # bytes of stdout kept; the rest is drained and dropped
 KILL_GRACE_S = 2.0
@@ -53,28 +63,94 @@ class Turn:
 class Outcome:
     status: str  # replied | failed | cut_off
     reply: str = ""
-    error: str = ""
+    error: str = ""  # the full reason, for the wake's record (`mood-poller wakes show`)
     note: str = ""  # e.g. invalid UTF-8 replaced, output truncated
     session: Optional[str] = None
     cost: Optional[float] = None
+    public: str = ""  # the kind of failure alone, for the system post in the Mood
 
 
-BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR")
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ")
+LOCALE_ENV = ("LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY",
+              "LC_MESSAGES", "LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE",
+              "LC_MEASUREMENT", "LC_IDENTIFICATION")
+XDG_ENV = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
+           "XDG_RUNTIME_DIR", "XDG_DATA_DIRS", "XDG_CONFIG_DIRS")
+AGENT_ENV = BASE_ENV + LOCALE_ENV + XDG_ENV
+# The poller user's own directories mean nothing to an agent running as another user.
+USER_DIRS_ENV = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
+                 "XDG_RUNTIME_DIR")
+WAKE_ENV = ("MOOD_WAKE_ID", "MOOD_AGENT", "MOOD_SLUG", "MOOD_WAKE_KIND", "MOOD_TOOLS")
 
 
-def turn_env(turn: Turn) -> dict[str, str]:
-    """The agent's environment: a short allowlist plus what the operator names.
+def turn_env(turn: Turn, run_as: Optional["RunAs"] = None) -> dict[str, str]:
+    """The agent's environment: an exact allowlist plus what the operator names.
 
     The poller's environment holds secrets (database URLs, header tokens, API
     keys); an agent, even on a look-only turn started by anyone's post, gets
-    only ``BASE_ENV``, ``LC_*``, ``XDG_*`` and the names in ``poller.agent_env``.
+    only ``AGENT_ENV`` (``PATH``, ``HOME``, the locale and XDG base-directory
+    names...), the ``MOOD_*`` wake variables and the names in
+    ``poller.agent_env``; never a ``MOOD_POLLER_*`` name.  An agent run as
+    another user gets that user's ``HOME``, ``USER`` and ``LOGNAME``.
     """
-    allowed = set(BASE_ENV) | set(turn.pass_env)
+    allowed = set(AGENT_ENV) | set(turn.pass_env)
     env = {k: v for k, v in os.environ.items()
-           if (k in allowed or k.startswith(("LC_", "XDG_"))) and not k.startswith("MOOD_POLLER")}
-    env.update(MOOD_WAKE_ID=str(turn.wake_id), MOOD_AGENT=turn.agent, MOOD_SLUG=turn.mood,
-               MOOD_WAKE_KIND=turn.kind, MOOD_TOOLS=turn.tools)
+           if k in allowed and not k.startswith("MOOD_")}
+    if run_as is not None:
+        for name in USER_DIRS_ENV:
+            env.pop(name, None)
+        env.update(HOME=run_as.home, USER=run_as.name, LOGNAME=run_as.name)
+    env.update(zip(WAKE_ENV, (str(turn.wake_id), turn.agent, turn.mood, turn.kind, turn.tools)))
     return env
+
+
+@dataclass(frozen=True)
+class RunAs:
+    """A Unix user an agent's process runs as (the agent's ``run_as`` option)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+    @classmethod
+    def named(cls, name: str) -> "RunAs":
+        """The user called *name*; LookupError if there is none."""
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise LookupError(f"there is no Unix user {name!r} to run the agent as") from None
+        return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir)
+
+    def popen_args(self) -> dict:
+        """``subprocess.Popen`` arguments: this user, its primary group, no other group."""
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
+
+
+def resolve_run_as(name: Optional[str]) -> tuple[Optional[RunAs], Optional[Outcome]]:
+    """The user an agent runs as (None: the poller's own), or the failed Outcome if it is gone."""
+    if not name:
+        return None, None
+    try:
+        return RunAs.named(name), None
+    except LookupError as exc:
+        return None, Outcome("failed", error=str(exc), public="the user it runs as does not exist")
+
+
+def start_failure(what: str, run_as: Optional[RunAs], exc: OSError, shown: str = "") -> Outcome:
+    """The Outcome of a process that could not be started (as its user, if it has one).
+
+    *what* names the process for the Mood, *shown* (default: *what*) for the record.
+    """
+    shown = shown or what
+    if run_as is not None and exc.errno == errno.EPERM and exc.filename is None:
+        # setgroups/setgid/setuid before exec were refused: no privilege to switch users
+        return Outcome("failed", error=f"could not start {shown} as user {run_as.name}: "
+                                       f"{exc.strerror} (running an agent as another user needs "
+                                       "a poller running as root, or with CAP_SETUID and CAP_SETGID)",
+                       public=f"{what} could not be started as its user")
+    return Outcome("failed", error=f"could not start {shown}: {exc.strerror}",
+                   public=f"{what} could not be started")
 
 
 class Process:
@@ -82,12 +158,16 @@ class Process:
 
     def __init__(self, argv: list[str], *, shell: bool, stdin: bytes, env: dict, cwd: Optional[str],
                  on_start: Callable[[int], None] = lambda pgid: None,
-                 on_stdout: Optional[Callable[[bytes], None]] = None):
+                 on_stdout: Optional[Callable[[bytes], None]] = None,
+                 run_as: Optional[RunAs] = None):
         self.on_stdout = on_stdout  # given: stdout chunks go there instead of the buffer
+        # close_fds: the child gets its three pipes and nothing else this
+        # process holds open (the database file, sockets to the database).
         self.proc = subprocess.Popen(argv if not shell else argv[0], shell=shell,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, cwd=cwd,
-                                     start_new_session=True)
+                                     start_new_session=True, close_fds=True, pass_fds=(),
+                                     **(run_as.popen_args() if run_as is not None else {}))
         self.pgid = self.proc.pid
         on_start(self.pgid)
         self.out = bytearray()
@@ -149,15 +229,20 @@ class Process:
 class CommandWaker:
     """Runs a shell command: the wake on stdin, the reply on stdout."""
 
-    def __init__(self, command: str):
+    def __init__(self, command: str, run_as: Optional[str] = None):
         self.command = command
+        self.run_as = run_as  # a Unix user name; None: the poller's own user
 
     def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
+        user, failed = resolve_run_as(self.run_as)
+        if failed is not None:
+            return failed
         try:
             proc = Process([self.command], shell=True, stdin=turn.text.encode("utf-8"),
-                           env=turn_env(turn), cwd=turn.workdir, on_start=on_start)
+                           env=turn_env(turn, user), cwd=turn.workdir, on_start=on_start,
+                           run_as=user)
         except OSError as exc:
-            return Outcome("failed", error=f"could not start the command: {exc.strerror}")
+            return start_failure("its command", user, exc)
         return finish(proc, turn, cancel)
 
 
@@ -174,11 +259,11 @@ def _await(proc: Process, turn: Turn, cancel: threading.Event) -> Optional[Outco
         if cancel.is_set():
             proc.kill()
             proc.wait(5)
-            return Outcome("cut_off", error=STOPPED)
+            return stopped()
         if deadline is not None and time.monotonic() >= deadline:
             proc.kill()
             proc.wait(5)
-            return Outcome("cut_off", error=f"timed out after {turn.timeout:g} s")
+            return timed_out(turn.timeout)
     proc.wait(5)
     return None
 
@@ -186,9 +271,26 @@ def _await(proc: Process, turn: Turn, cancel: threading.Event) -> Optional[Outco
 STOPPED = "the turn was stopped (shutdown or emergency stop)"
 
 
+def stopped() -> Outcome:
+    return Outcome("cut_off", error=STOPPED, public=STOPPED)
+
+
+def timed_out(timeout: float) -> Outcome:
+    why = f"timed out after {timeout:g} s"
+    return Outcome("cut_off", error=why, public=f"it {why}")
+
+
+def exited(what: str, code: int) -> str:
+    """The public reason for a process that ended with *code*."""
+    if code < 0:
+        return f"{what} was killed by signal {-code}"
+    return f"{what} exited with status {code}"
+
+
 def _stderr_tail(proc: Process) -> str:
+    """The last line of the agent's stderr, for the wake's record only."""
     err = bytes(proc.err).decode("utf-8", "replace").strip().splitlines()
-    return f": {err[-1][:300]}" if err else ""
+    return f": {mask_text(err[-1][:300])}" if err else ""
 
 
 def finish(proc: Process, turn: Turn, cancel: threading.Event) -> Outcome:
@@ -201,7 +303,8 @@ def finish(proc: Process, turn: Turn, cancel: threading.Event) -> Outcome:
         note = (note + "; " if note else "") + f"{proc.out_dropped:,} bytes of output dropped"
     code = proc.proc.returncode
     if code != 0:
-        return Outcome("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note)
+        return Outcome("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note,
+                       public=exited("its command", code))
     return Outcome("replied", reply=reply, note=note)
 
 
@@ -298,20 +401,31 @@ class ClaudeWaker:
         self.options = dict(options or {})
 
     def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
+        user, failed = resolve_run_as(self.options.get("run_as"))
+        if failed is not None:
+            return failed
         cwd = self.options.get("session_dir") or turn.workdir
-        if cwd:
-            os.makedirs(cwd, exist_ok=True)
+        if cwd and not os.path.isdir(cwd):
+            try:
+                os.makedirs(cwd, mode=0o700, exist_ok=True)
+                if user is not None:  # the agent's own directory, not the poller's
+                    os.chown(cwd, user.uid, user.gid)
+            except OSError as exc:
+                return Outcome("failed", error=f"could not create {cwd}: {exc.strerror}",
+                               public="its session directory could not be created")
         stream = ClaudeStream()
         argv = claude_argv(self.options, turn.tools, turn.session)
         try:
-            proc = Process(argv, shell=False, stdin=turn.text.encode("utf-8"), env=turn_env(turn),
-                           cwd=cwd, on_start=on_start, on_stdout=stream.feed)
+            proc = Process(argv, shell=False, stdin=turn.text.encode("utf-8"),
+                           env=turn_env(turn, user), cwd=cwd, on_start=on_start,
+                           on_stdout=stream.feed, run_as=user)
         except OSError as exc:
-            return Outcome("failed", error=f"could not start {argv[0]}: {exc.strerror}")
+            return start_failure("claude", user, exc, shown=argv[0])
         ended = _await(proc, turn, cancel)
         stream.close()
         if ended is not None:
-            return Outcome(ended.status, error=ended.error, session=stream.session)
+            return Outcome(ended.status, error=ended.error, public=ended.public,
+                           session=stream.session)
         return self._outcome(stream, proc, turn)
 
     @staticmethod
@@ -322,27 +436,28 @@ class ClaudeWaker:
         r = stream.result
         code = proc.proc.returncode
         if r is None:
-            why = "the claude stream ended without a final result"
+            public = why = "the claude stream ended without a final result"
             if code:
                 why += f" (exit code {code}{_stderr_tail(proc)})"
             # A session that cannot be resumed must not fail every turn after it.
             forget = "" if turn.session and stream.session in (None, turn.session) else None
-            return Outcome("failed", error=why, note=note,
+            return Outcome("failed", error=why, note=note, public=public,
                            session=stream.session if forget is None else forget)
         cost = r.get("total_cost_usd")
         cost = float(cost) if isinstance(cost, (int, float)) else None
         if r.get("subtype") != "success" or r.get("is_error"):
             detail = r.get("errors") or r.get("result") or ""
             detail = "; ".join(map(str, detail)) if isinstance(detail, list) else str(detail)
-            why = f"claude reported {r.get('subtype') or 'an error'}"
-            return Outcome("failed", error=why + (f": {detail[:300]}" if detail else ""),
-                           note=note, session=stream.session, cost=cost)
+            why = f"claude reported {str(r.get('subtype') or 'an error')[:60]}"
+            return Outcome("failed", error=why + (f": {mask_text(detail[:300])}" if detail else ""),
+                           public=why, note=note, session=stream.session, cost=cost)
         if code != 0:
             return Outcome("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note,
-                           session=stream.session, cost=cost)
+                           public=exited("claude", code), session=stream.session, cost=cost)
         reply = r.get("result")
         if not isinstance(reply, str):
             return Outcome("failed", error="the final result carries no text", note=note,
+                           public="claude's final result carries no text",
                            session=stream.session, cost=cost)
         return Outcome("replied", reply=reply, note=note, session=stream.session, cost=cost)
 
@@ -378,9 +493,9 @@ class HttpWaker:
         while worker.is_alive():
             worker.join(0.2)
             if cancel.is_set():
-                return Outcome("cut_off", error=STOPPED)
+                return stopped()
             if deadline is not None and time.monotonic() >= deadline and worker.is_alive():
-                return Outcome("cut_off", error=f"timed out after {turn.timeout:g} s")
+                return timed_out(turn.timeout)
         return box[0]
 
     def payload(self, turn: Turn) -> dict:
@@ -391,7 +506,8 @@ class HttpWaker:
         try:
             return self._post(turn)
         except Exception as exc:  # a bug here must still end the turn with a reason
-            return Outcome("failed", error=f"the HTTP waker failed: {type(exc).__name__}")
+            why = f"the HTTP waker failed: {type(exc).__name__}"
+            return Outcome("failed", error=why, public=why)
 
     def resolved_headers(self) -> dict[str, str]:
         """Header values of the form ``${VAR}`` come from the environment at send time,
@@ -413,7 +529,8 @@ class HttpWaker:
         try:
             headers = self.resolved_headers()
         except LookupError as exc:
-            return Outcome("failed", error=str(exc))
+            return Outcome("failed", error=str(exc),
+                           public="the poller lacks a value for one of its request headers")
         timeout = httpx.Timeout(turn.timeout, connect=CONNECT_TIMEOUT_S)
         last = ""
         with httpx.Client(timeout=timeout, follow_redirects=False) as client:
@@ -425,11 +542,13 @@ class HttpWaker:
                                        headers=headers) as resp:
                         return _http_outcome(resp)
                 except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                    last = f"{type(exc).__name__}: {exc}"[:300]  # nothing was sent: try again
+                    last = mask_text(f"{type(exc).__name__}: {exc}"[:300])  # nothing was sent: try again
                 except httpx.HTTPError as exc:
                     return Outcome("failed", error=f"the request failed after it was sent, "
-                                                   f"not retried: {type(exc).__name__}")
-        return Outcome("failed", error=f"could not connect after {CONNECT_ATTEMPTS} attempts ({last})")
+                                                   f"not retried: {type(exc).__name__}",
+                                   public="the request to its endpoint failed after it was sent")
+        return Outcome("failed", error=f"could not connect after {CONNECT_ATTEMPTS} attempts ({last})",
+                       public="its endpoint could not be reached")
 
 
 def _read_body(resp) -> tuple[bytes, bool]:
@@ -445,20 +564,24 @@ def _read_body(resp) -> tuple[bytes, bool]:
 def _http_outcome(resp) -> Outcome:
     body, over = _read_body(resp)
     if not 200 <= resp.status_code < 300:
-        excerpt = " ".join(body[:2000].decode("utf-8", "replace").split())[:300]
+        excerpt = mask_text(" ".join(body[:2000].decode("utf-8", "replace").split())[:300])
         return Outcome("failed", error=f"HTTP {resp.status_code} {resp.reason_phrase}"
-                                       + (f": {excerpt}" if excerpt else ""))
+                                       + (f": {excerpt}" if excerpt else ""),
+                       public=f"the endpoint answered HTTP {resp.status_code}")
     ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype == "application/json" or ctype.endswith("+json"):
         if over:
-            return Outcome("failed", error=f"the JSON response was over {BODY_LIMIT:,} bytes")
+            why = f"the JSON response was over {BODY_LIMIT:,} bytes"
+            return Outcome("failed", error=why, public=why)
         try:
             obj = json.loads(body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
-            return Outcome("failed", error=f"the response is not valid JSON: {str(exc)[:200]}")
+            return Outcome("failed", error=f"the response is not valid JSON: {str(exc)[:200]}",
+                           public="the response is not valid JSON")
         reply = obj.get("reply") if isinstance(obj, dict) else None
         if not isinstance(reply, str):
-            return Outcome("failed", error="the JSON response has no text 'reply' field")
+            why = "the JSON response has no text 'reply' field"
+            return Outcome("failed", error=why, public=why)
         return Outcome("replied", reply=reply)
     reply, note = settle.decode(body)
     if over:
@@ -469,7 +592,7 @@ def _http_outcome(resp) -> Outcome:
 def for_agent(agent):
     """The waker for an agent row (``poller.values.AgentInfo``)."""
     if agent.waker == "command":
-        return CommandWaker(agent.command)
+        return CommandWaker(agent.command, (agent.options or {}).get("run_as"))
     if agent.waker == "claude-code":
         return ClaudeWaker(agent.options)
     if agent.waker == "url":

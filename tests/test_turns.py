@@ -154,14 +154,18 @@ def test_an_http_agent_answers_and_its_header_values_stay_secret(room, http_agen
     assert req["body"]["answers"] == [p] and req["body"]["wake_id"] == w["id"]
 
 
-def test_an_http_agent_that_fails_closes_the_turn_with_its_message(room, http_agent):
+def test_an_http_agent_that_fails_closes_the_turn_saying_only_the_status(room, http_agent):
     room("agent", "add", "hal", "--url", http_agent.url("fail"))
     tick(room, 0)
     post(room, 1, "ada", "@hal status?")
     tick(room, 2)
     (w,) = wakes(room)
+    # The body stays on the wake's record; the Mood is told the status alone.
     assert w["status"] == "failed" and "HTTP 500" in w["error"]
-    assert "the model backend is down" in posts(room)[-1]["text"]
+    assert "the model backend is down" in w["error"]
+    note = posts(room)[-1]
+    assert note["kind"] == "system"
+    assert note["text"] == "@hal's turn ended without a reply: the endpoint answered HTTP 500."
 
 
 @pytest.mark.parametrize("args, message", [

@@ -6,6 +6,7 @@ import click
 
 from poller import errors
 from poller.cli import App, common, pass_app
+from poller.secure import mask_text, mask_url
 
 
 @click.group()
@@ -73,20 +74,27 @@ def agent() -> None:
 @click.option("--timeout", type=float, metavar="SECONDS",
               help="Kill a turn after this long (default: 900 s look-only, no limit with full tools).")
 @click.option("--workdir", type=click.Path(file_okay=False), help="Working directory of the turn.")
+@click.option("--run-as", "run_as", metavar="USER",
+              help="--command, --claude-code: run the agent as this Unix user, so it can read "
+                   "neither the poller's files nor its processes (the poller needs root or "
+                   "CAP_SETUID and CAP_SETGID).")
 @common.now_option
 @pass_app
 def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
               session_dir: str | None, model: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
-              timeout: float | None, workdir: str | None) -> None:
+              timeout: float | None, workdir: str | None, run_as: str | None) -> None:
     """Add the agent HANDLE and how it is woken: --command, --claude-code or --url."""
     waker, options = waker_options(command=command, claude_code=claude_code,
                                    session_dir=session_dir, model=model,
                                    permission_mode=permission_mode, claude_bin=claude_bin,
                                    url=url, headers=headers)
+    if run_as is not None:
+        options = {**options, "run_as": run_as}
     a = app.store.add_agent(handle, app.now(), waker=waker, command=command, url=url,
                             timeout=timeout, workdir=workdir, options=options)
-    click.echo(f"added agent {a.handle} ({a.waker})")
+    click.echo(f"added agent {a.handle} ({a.waker})"
+               + (f", run as {a.options['run_as']}" if a.options.get("run_as") else ""))
 
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
@@ -138,11 +146,27 @@ def agent_list(app: App, as_json: bool) -> None:
     """List agents and their wakers."""
     agents = app.store.agents()
     if as_json:
-        common.echo_json([a.to_json() for a in agents])
+        common.echo_json([_masked(a.to_json()) for a in agents])
         return
-    common.table([[a.handle, a.waker, a.command or a.url or _claude_target(a),
-                   f"{a.timeout:g}s" if a.timeout else "default"] for a in agents],
+    common.table([[a.handle, a.waker, _target(a), f"{a.timeout:g}s" if a.timeout else "default"]
+                  for a in agents],
                  ["HANDLE", "WAKER", "TARGET", "TIMEOUT"])
+
+
+def _masked(row: dict) -> dict:
+    """An agent's JSON with credentials in its URL or command masked."""
+    if row.get("url"):
+        row["url"] = mask_url(row["url"], keep_user=False)
+    if row.get("command"):
+        row["command"] = mask_text(row["command"])
+    return row
+
+
+def _target(a) -> str:
+    target = mask_text(a.command) if a.command else (
+        mask_url(a.url, keep_user=False) if a.url else _claude_target(a))
+    run_as = (a.options or {}).get("run_as")
+    return f"{target} (as {run_as})" if run_as else target
 
 
 def _claude_target(a) -> str:

@@ -128,6 +128,18 @@ class Store:
         if timeout is not None and not 0 < timeout <= 1e9:  # NaN fails this too
             raise errors.UserError(f"timeout must be a positive number of seconds, at most "
                                    f"1,000,000,000, got {timeout:g}")
+        run_as = (options or {}).get("run_as")
+        if run_as is not None:
+            if waker not in ("command", "claude-code"):
+                raise errors.UserError("--run-as applies only to agents that run a process "
+                                       "(--command, --claude-code)")
+            import pwd
+
+            try:
+                pwd.getpwnam(str(run_as))
+            except KeyError:
+                raise errors.UserError(f"--run-as: there is no Unix user {run_as!r} "
+                                       "on this machine") from None
         with self.writing() as s:
             # Agents are trusted to speak but not to wake each other with
             # full tools: their mentions wake look-only turns.
