@@ -20,6 +20,7 @@ import sys
 
 MASK = "***"
 WEB_SCHEMES = ("http:", "https:", "ws:", "wss:")
+PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 
 SECRET_NAME = re.compile(r"pass|pwd|key|token|secret|auth|credential", re.IGNORECASE)
@@ -57,7 +58,7 @@ def is_dumpable() -> bool | None:
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1
     except (OSError, AttributeError):
         return None
 
