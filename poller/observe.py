@@ -97,7 +97,8 @@ def status(store: Store, now: dt.datetime) -> dict:
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
         holds = [{"mood": h.mood, "reason": h.reason} for h in o.holds if h.agent_id == agent_id]
         st = "at work" if at_work else ("holding" if holds else "idle")
-        agents.append({"handle": handle, "state": st, "at_work": at_work, "held": holds})
+        agents.append({"handle": handle, "state": st, "at_work": at_work, "held": holds,
+                       "owed": o.owed.get(agent_id, 0)})
     return {"scram": scram, "agents": sorted(agents, key=lambda a: a["handle"].lower()),
             "in_flight": [{"id": w.id, "agent": w.agent, "mood": w.mood, "kind": w.kind,
                            "status": w.status, "since": iso(w.started_at or w.created_at)}

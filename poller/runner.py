@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Callable
 
-from poller import config as config_mod, errors, tokens, wakers
+from poller import config as config_mod, errors, secure, tokens, wakers
 from poller.store import db
 from poller.clock import Clock
 from poller.store import Store, turns
@@ -116,7 +116,7 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    __import__("poller.secure").secure.undumpable()  # the agent may not read our environment
+    secure.undumpable()  # the agent may not read this process's environment or memory
     if len(argv) != 1 or not argv[0].isdigit():
         print("usage: python -m poller.runner WAKE_ID", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from poller import errors, logs
+from poller import errors, logs, secure
 from poller.cli import App, common, pass_app
 
 
@@ -28,7 +28,7 @@ def _poller(app: App, detach: bool):
 @pass_app
 def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> None:
     """Run one cycle of the poller (for cron)."""
-    __import__("poller.secure").secure.undumpable()  # agents may not read this process's secrets
+    secure.undumpable()  # agents may not read this process's secrets
     logs.setup(log_json, verbose)
     at = app.now()
     poller = _poller(app, detach=not wait)
@@ -71,7 +71,7 @@ def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> 
 @pass_app
 def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None:
     """Run the poller until SIGTERM or SIGINT (for systemd)."""
-    __import__("poller.secure").secure.undumpable()  # agents may not read this process's secrets
+    secure.undumpable()  # agents may not read this process's secrets
     logs.setup(log_json, verbose)
     interval = app.config.poller.interval if interval is None else interval
     if interval <= 0:
@@ -188,7 +188,8 @@ def status(app: App, as_json: bool) -> None:
     for a in st["agents"]:
         where = ", ".join(a["at_work"]) or "-"
         held = ", ".join(f"{h['mood']} ({h['reason']})" for h in a["held"]) or "-"
-        common.echo(f"{a['handle']}: {a['state']}; at work in {where}; holding in {held}")
+        common.echo(f"{a['handle']}: {a['state']}; at work in {where}; holding in {held}; "
+                    f"{a['owed']} mention(s) owed")
     common.echo(f"turns in flight: {len(st['in_flight'])}")
     for w in st["in_flight"]:
         common.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} since {w['since']}")

@@ -145,6 +145,7 @@ class Overview:
     holds: list[Hold]
     due: list[Due]
     agents: dict[int, str]
+    owed: dict[int, int]  # mentions owed an answer, by agent
 
 
 def overview(s: Session, due_limit: int = 10) -> Overview:
@@ -160,7 +161,9 @@ def overview(s: Session, due_limit: int = 10) -> Overview:
         sa.select(Listener.agent_id, Listener.mood_id, Listener.due_at)
         .where(Listener.due_at.is_not(None)).order_by(Listener.due_at).limit(due_limit))]
     agents = {a.id: a.handle for a in cycle.agents(s).values()}
-    return Overview(flight, holds, due, agents)
+    owed = {r.agent_id: r.n for r in s.execute(
+        sa.select(Owed.agent_id, sa.func.count().label("n")).group_by(Owed.agent_id))}
+    return Overview(flight, holds, due, agents, owed)
 
 
 def in_flight(s: Session) -> list[Wake]:
