@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Callable
 
-from poller import config as config_mod, errors, secure, tokens, wakers
+from poller import config as config_mod, errors, procs, secure, tokens, wakers
 from poller.store import db
 from poller.clock import Clock
 from poller.store import Store, turns
@@ -117,6 +117,7 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     secure.undumpable()  # the agent may not read this process's environment or memory
+    procs.become_subreaper()  # a daemon the agent starts is re-parented here, not to init
     if len(argv) != 1 or not argv[0].isdigit():
         print("usage: python -m poller.runner WAKE_ID", file=sys.stderr)
         return 2
@@ -132,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run_turn(store, cfg, int(argv[0]), Clock.from_env(), cancel)
     finally:
+        # The turn is over: nothing it started outlives it, in its process
+        # group or not (this process's only children are the agent's).
+        procs.kill_descendants()
         store.engine.dispose()
     return 0
 

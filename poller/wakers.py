@@ -201,16 +201,25 @@ class Process:
                 self.out_dropped += len(chunk) - max(room, 0)
 
     def wait(self, timeout: Optional[float]) -> bool:
-        """True if it exited in time; on timeout the whole group is killed."""
+        """True if it exited in time; on timeout the whole group is killed.
+
+        Either way the turn is over once the agent has exited: whatever it
+        left running in its process group (a background job) is killed too.
+        """
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             return False
         finally:
+            self.end_group()
             for t in self._threads[1:]:
                 t.join(5)
         return True
+
+    def end_group(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signal.SIGKILL)
 
     def kill(self) -> None:
         for sig, pause in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0)):
