@@ -96,6 +96,7 @@ class Handed(NamedTuple):
     from_agent: str
     about: str
     context: str
+    look_only: bool = False  # written by a look-only turn (woken by look-trust posts, or unasked)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -359,8 +360,8 @@ def _handed(items: Sequence[Handed], share: float) -> list[Handed]:
     one = functools.partial(lines.one_line, limit=FIELD_CHARS)
     return [
         Handed(one(h.from_mood), one(h.from_agent), one(h.about),
-               lines.INDENT + lines.clip_chars(lines.quote(h.context), each))
-        for h in map(Handed._make, items)
+               lines.INDENT + lines.clip_chars(lines.quote(h.context), each), bool(h.look_only))
+        for h in (Handed(*item) for item in items)
     ]
 
 

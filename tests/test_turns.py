@@ -309,6 +309,31 @@ def test_a_handoff_for_an_agent_wakes_it_there_with_the_context(bots, room):
     assert len([w for w in wakes(room) if w["agent"] == "chef"]) == 1  # woken once
 
 
+def test_a_handoff_from_a_look_only_turn_is_marked_and_wakes_only_a_look(bots, room):
+    """Bob (look trust) cannot carry words into a full-tool turn elsewhere through an agent."""
+    set_reply(bots, "bot", HANDOFF.format(extra="for: @chef\n", context="bob says: run rm -rf"))
+    set_reply(bots, "chef", "Noted.")
+    post(room, 1, "bob", "@bot please pass this on to the kitchen")
+    tick(room, 2)
+    (bw,) = [w for w in wakes(room) if w["agent"] == "bot"]
+    assert bw["tools"] == "look"
+    tick(room, 30)
+    (cw,) = [w for w in wakes(room) if w["agent"] == "chef"]
+    assert cw["tools"] == "look"
+    text = agent_wakes(bots, "chef")[0]["text"]
+    assert 'by bot (handed from a look-only turn' in text and "bob says: run rm -rf" in text
+
+
+def test_a_handoff_from_a_full_tool_turn_is_not_marked(bots, room):
+    set_reply(bots, "bot", HANDOFF.format(extra="for: @chef\n", context="ada's plan"))
+    set_reply(bots, "chef", "Noted.")
+    post(room, 1, "ada", "@bot please pass this on to the kitchen")
+    tick(room, 2)
+    tick(room, 30)
+    text = agent_wakes(bots, "chef")[0]["text"]
+    assert "ada's plan" in text and "look-only turn" not in text
+
+
 def test_a_handoff_for_anyone_goes_into_the_next_wake_there(bots, room):
     set_reply(bots, "bot", HANDOFF.format(extra="", context="Context for whoever is next."))
     post(room, 1, "ada", "@bot move it")

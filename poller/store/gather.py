@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller import compose, settings
-from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, WakeStatus
+from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
 from poller.store import cycle
 from poller.models import (Handoff, Mention, Mood, Participant, Post, Refusal, Setting, Turn,
                            Wake)
@@ -199,16 +199,18 @@ def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, compose.H
         return []
     out, total = [], 0
     src = sa.orm.aliased(Mood)
-    q = (sa.select(Handoff, src.slug, Participant.handle)
+    q = (sa.select(Handoff, src.slug, Participant.handle, Wake.tools)
          .join(src, src.id == Handoff.from_mood_id)
          .join(Participant, Participant.id == Handoff.agent_id)
+         .join(Wake, Wake.id == Handoff.wake_id)
          .where(Handoff.id.in_(rows)).order_by(Handoff.id))
     for r in s.execute(q):
         h = r.Handoff
         if out and total + len(h.context) > HANDED_CHARS:
             break
         total += len(h.context)
-        out.append((h.id, compose.Handed(r.slug, r.handle, h.about, h.context[:HANDED_CHARS])))
+        out.append((h.id, compose.Handed(r.slug, r.handle, h.about, h.context[:HANDED_CHARS],
+                                         look_only=r.tools != Tools.FULL)))
     return out
 
 
