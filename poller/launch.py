@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Optional, Protocol
 
-from poller import clock as clock_mod, config as config_mod
+from poller import clock as clock_mod, config as config_mod, logs
 from poller.store import Store
 
 log = logging.getLogger("poller.loop")
@@ -54,6 +54,7 @@ class ProcessLauncher:
         if self.config.source:
             env["MOOD_POLLER_CONFIG"] = self.config.source
         env[clock_mod.CLOCK_OFFSET_ENV] = f"{(now - clock_mod.wall()).total_seconds():.6f}"
+        env[logs.LOG_ENV] = logs.spec()  # the runner logs its turn's end the same way
         proc = subprocess.Popen([self.python, "-m", "poller.runner", str(wake_id)], env=env,
                                 stdin=subprocess.DEVNULL, start_new_session=self.detaches)
         self.children[wake_id] = proc

@@ -3,34 +3,77 @@
 Every record the loop writes carries an ``action`` (``decision``,
 ``turn_started``, ``turn_settled``...) and its fields in ``extra``; the
 human format prints the message, the JSON format prints everything.
+Logging is configured once for the whole process, every logger included
+(``wiki_rules``, libraries), with RFC 3339 timestamps carrying their offset.
+A poller hands its choice to the runner processes it starts
+(``MOOD_POLLER_LOG``), so their turn lines come out the same way.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
-import sys
+import logging.config
+import os
 
-FIELDS = ("action", "agent", "mood", "kind", "outcome", "reason", "code", "wake_id", "status", "pid")
+FIELDS = ("action", "agent", "mood", "kind", "outcome", "reason", "code", "wake_id", "status",
+          "pid", "tools", "duration_s", "prompt_tokens", "error", "ref")
+LOG_ENV = "MOOD_POLLER_LOG"  # "json" or "text", with ",verbose"
+
+_current = ("text", False)
+
+
+def rfc3339(record: logging.LogRecord) -> str:
+    at = dt.datetime.fromtimestamp(record.created, dt.timezone.utc)
+    return at.isoformat(timespec="milliseconds")
 
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        out = {"at": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
+        out = {"at": rfc3339(record), "level": record.levelname.lower(),
                "logger": record.name, "message": record.getMessage()}
         for name in FIELDS:
             if hasattr(record, name):
                 out[name] = getattr(record, name)
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
+class TextFormatter(logging.Formatter):
+    def formatTime(self, record: logging.LogRecord, datefmt=None) -> str:  # noqa: N802
+        return rfc3339(record)
+
+
 def setup(json_lines: bool = False, verbose: bool = False) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if json_lines:
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
-    root = logging.getLogger("poller")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    root.propagate = False
+    """Configure every logger of the process: one handler on stderr, one format."""
+    global _current
+    _current = ("json" if json_lines else "text", verbose)
+    formatter = "json" if json_lines else "text"
+    logging.config.dictConfig({
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "json": {"()": JsonFormatter},
+            "text": {"()": TextFormatter, "format": "%(asctime)s %(levelname)s %(message)s"},
+        },
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr",
+                                "formatter": formatter}},
+        "root": {"handlers": ["stderr"], "level": "WARNING"},
+        "loggers": {
+            "poller": {"level": "DEBUG" if verbose else "INFO"},
+            "wiki_rules": {"level": "DEBUG" if verbose else "INFO"},
+        },
+    })
+
+
+def spec() -> str:
+    """This process's log choice, for the runner processes it starts."""
+    kind, verbose = _current
+    return f"{kind},verbose" if verbose else kind
+
+
+def setup_from_env() -> None:
+    raw = os.environ.get(LOG_ENV, "text")
+    setup(json_lines=raw.startswith("json"), verbose=raw.endswith(",verbose"))

@@ -64,6 +64,10 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
                                "code": law.Decision(d.outcome, d.reason, d.next_due).code,
                                "at": iso(d.at), "last_at": iso(d.last_at), "count": d.count,
                                "next_due": iso(d.next_due), "wake_id": d.wake_id}
+            if d.wake_id is not None:
+                # "woke" is half the answer: how did the turn it started end?
+                w = ops.wake(s, d.wake_id)
+                decisions[kind]["turn"] = {"status": w.status, "error": w.error}
         l = ops.listener(s, agent.id, mood.id)
         owed = len(cycle.owed_posts(s, agent.id, mood.id))
         flight = cycle.in_flight_here(s, agent.id, mood.id)

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Callable
 
-from poller import config as config_mod, errors, procs, secure, tokens, wakers
+from poller import config as config_mod, errors, logs, procs, secure, tokens, wakers
 from poller.store import db
 from poller.clock import Clock
 from poller.store import Store, turns
@@ -90,7 +90,7 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
     claimed = turns.claim(store, wake_id, clock(), os.getpid())
     if claimed is None:
         return ""
-    agent = claimed.agent
+    agent, started = claimed.agent, time.monotonic()
     turn = wakers.Turn(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
                        timeout=timeout_for(agent, claimed.tools, cfg.poller),
@@ -109,9 +109,20 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
         outcome = wakers.Outcome("failed", error=f"the waker failed: {type(exc).__name__}")
     done.set()
     status = settle_with_retries(store, wake_id, outcome, clock)
-    log.info("turn %s %s", wake_id, status,
-             extra={"action": "turn_settled", "wake_id": wake_id, "status": status})
+    log_end(claimed, status, outcome, time.monotonic() - started)
     return status
+
+
+def log_end(claimed: turns.Claimed, status: str, outcome: wakers.Outcome, seconds: float) -> None:
+    """One line per turn's end: who, where, how it ended, how long, how big the wake was."""
+    detail = f": {outcome.error}" if outcome.error and status not in ("replied", "silent") else ""
+    level = logging.INFO if status in ("replied", "silent") else logging.WARNING
+    log.log(level, "turn %s: %s in %s (%s) %s after %.1f s%s", claimed.wake_id,
+            claimed.agent.handle, claimed.mood, claimed.kind, status, seconds, detail,
+            extra={"action": "turn_settled", "wake_id": claimed.wake_id,
+                   "agent": claimed.agent.handle, "mood": claimed.mood, "kind": claimed.kind,
+                   "tools": claimed.tools, "status": status, "duration_s": round(seconds, 3),
+                   "prompt_tokens": claimed.prompt_tokens, "error": outcome.error or ""})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 1 or not argv[0].isdigit():
         print("usage: python -m poller.runner WAKE_ID", file=sys.stderr)
         return 2
+    logs.setup_from_env()
     cancel = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: cancel.set())
     signal.signal(signal.SIGINT, lambda *_: cancel.set())

@@ -30,12 +30,13 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     import logging
 
-    logger = logging.getLogger("poller")
-    saved = (logger.handlers[:], logger.level, logger.propagate)
+    loggers = [logging.getLogger(name) for name in ("", "poller", "wiki_rules")]
+    saved = [(lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
     yield
-    # `tick`/`run` configure the poller's logger for a terminal; undo that so
+    # `tick`/`run` configure the process's logging for a terminal; undo that so
     # pytest's log capture keeps seeing records in later tests.
-    logger.handlers[:], logger.level, logger.propagate = saved
+    for lg, (handlers, level, propagate) in zip(loggers, saved):
+        lg.handlers[:], lg.level, lg.propagate = handlers, level, propagate
 
 
 @pytest.fixture(scope="session")

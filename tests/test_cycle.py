@@ -215,3 +215,28 @@ def cached(url: str, title: str):
                                 .where(models.DialCache.title == title)).scalar()
     finally:
         engine.dispose()
+
+
+# -- turn results for operators ---------------------------------------------------------------
+
+
+def test_why_and_the_log_say_how_a_woken_turn_ended(cli, tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("MOOD_POLLER_LAUNCH", "process")
+    c = lobby(cli, "no-such-command-xyz")
+    c("post", "lobby", "--as", "ada", "--at", at(1), "@bot are you there?")
+    c("tick", "--now", at(2), "--wait", "--log-json")
+    runner_err = capfd.readouterr().err  # the runner process writes to the inherited stderr
+    why = json.loads(c("why", "--mood", "lobby", "--agent", "bot", "--json").out)
+    turn = why["decisions"]["mention"]["turn"]
+    assert turn["status"] == "failed" and "127" in turn["error"]
+    line = [x for x in c("why", "--mood", "lobby", "--agent", "bot").out.splitlines()
+            if x.startswith("mention")][0]
+    assert "woke -> failed (" in line and "127" in line
+    # The runner process logged the turn's end as one JSON line, with what an operator needs.
+    ended = [json.loads(x) for x in runner_err.splitlines()
+             if x.startswith("{") and '"turn_settled"' in x]
+    assert len(ended) == 1
+    e = ended[0]
+    assert (e["agent"], e["mood"], e["kind"], e["status"]) == ("bot", "lobby", "mention", "failed")
+    assert e["prompt_tokens"] > 0 and e["duration_s"] >= 0 and "127" in e["error"]
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$", e["at"])

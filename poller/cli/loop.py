@@ -160,7 +160,14 @@ def why(app: App, slug: str, handle: str, as_json: bool) -> None:
     for kind, d in answer["decisions"].items():
         tail = f", next due {d['next_due']}" if d["next_due"] else ""
         seen = f" (x{d['count']}, last {d['last_at']})" if d["count"] > 1 else ""
-        common.echo(f"{kind:9} {d['code']} at {d['at']}{seen}{tail}")
+        turn = d.get("turn")
+        ended = ""
+        if turn and turn["status"] not in ("replied", "silent"):
+            ended = f" -> {turn['status'].replace('_', ' ')}" + (f" ({turn['error']})"
+                                                                  if turn["error"] else "")
+        elif turn:
+            ended = f" -> {turn['status']}"
+        common.echo(f"{kind:9} {d['code']}{ended} at {d['at']}{seen}{tail}")
     if not answer["decisions"]:
         common.echo("no decisions yet: nothing has been due for this agent here")
     for q in answer["quarantined"]:

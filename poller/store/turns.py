@@ -41,6 +41,7 @@ class Claimed:
     text: str
     answers: tuple[int, ...]
     session: Optional[str]
+    prompt_tokens: int = 0
 
 
 def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Claimed]:
@@ -54,7 +55,8 @@ def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Cl
         agent = AgentInfo.from_rows(s.get(Participant, w.agent_id), s.get(Agent, w.agent_id))
         kept = s.get(AgentSession, (w.agent_id, w.mood_id))
         return Claimed(w.id, agent, s.get(Mood, w.mood_id).slug, w.kind, w.tools, w.text,
-                       tuple(cycle.answers(s, w.id)), kept.session_id if kept else None)
+                       tuple(cycle.answers(s, w.id)), kept.session_id if kept else None,
+                       w.prompt_tokens)
 
 
 def beat(store: Store, wake_id: int, now: dt.datetime) -> bool:
