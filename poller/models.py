@@ -61,7 +61,12 @@ class Mood(Base):
 
 
 class Participant(Base):
-    """A person or an agent. ``handle_key`` is the lower-cased handle (unique)."""
+    """A person or an agent. ``handle_key`` is the lower-cased handle (unique).
+
+    A removed participant is kept (posts, wakes and decisions refer to it) with
+    ``retired_at`` set and its ``handle_key`` renamed ``<key>~retired-<id>``, so the
+    handle is free for someone new; ``handle`` keeps the name history shows.
+    """
 
     __tablename__ = "participants"
 
@@ -71,6 +76,7 @@ class Participant(Base):
     kind: Mapped[str] = mapped_column(String(8))  # person | agent
     trust: Mapped[str] = mapped_column(String(8), default="look")  # full | look | none
     created_at: Mapped[dt.datetime]
+    retired_at: Mapped[Optional[dt.datetime]]  # removed: may no longer post
 
 
 class Agent(Base):
@@ -85,6 +91,7 @@ class Agent(Base):
     timeout: Mapped[Optional[float]]  # seconds; None: the config's defaults
     workdir: Mapped[Optional[str]] = mapped_column(Text)
     options: Mapped[dict[str, Any]] = mapped_column(default=dict)  # waker-specific
+    retired_at: Mapped[Optional[dt.datetime]]  # removed: the loop no longer sees it
 
 
 class Post(Base):

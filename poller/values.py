@@ -33,14 +33,16 @@ class ParticipantInfo:
     kind: str
     trust: str
     created_at: dt.datetime
+    retired_at: Optional[dt.datetime] = None  # removed: history keeps it, it may not post
 
     @classmethod
     def from_row(cls, row) -> "ParticipantInfo":
-        return cls(row.id, row.handle, row.kind, row.trust, row.created_at)
+        return cls(row.id, row.handle, row.kind, row.trust, row.created_at, row.retired_at)
 
     def to_json(self) -> dict:
         return {"id": self.id, "handle": self.handle, "kind": self.kind, "trust": self.trust,
-                "created_at": iso(self.created_at)}
+                "created_at": iso(self.created_at),
+                "retired_at": iso(self.retired_at) if self.retired_at else None}
 
 
 @dataclass(frozen=True)
@@ -53,22 +55,52 @@ class AgentInfo:
     timeout: Optional[float] = None
     workdir: Optional[str] = None
     options: dict[str, Any] = field(default_factory=dict)
+    retired_at: Optional[dt.datetime] = None  # removed: the loop no longer sees it
 
     @classmethod
     def from_rows(cls, p, a) -> "AgentInfo":
         return cls(p.id, p.handle, a.waker, a.command, a.url, a.timeout, a.workdir,
-                   dict(a.options or {}))
+                   dict(a.options or {}), a.retired_at)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "handle": self.handle, "waker": self.waker,
                "command": self.command, "url": self.url, "timeout": self.timeout,
-               "workdir": self.workdir}
+               "workdir": self.workdir,
+               "retired_at": iso(self.retired_at) if self.retired_at else None}
         # Header values may carry credentials: show only their names.
         opts = dict(self.options)
         if "headers" in opts:
             opts["headers"] = {k: "***" for k in opts["headers"]}
         out["options"] = opts
         return out
+
+
+@dataclass(frozen=True)
+class AgentChange:
+    """An agent before and after ``agent set``."""
+
+    before: AgentInfo
+    after: AgentInfo
+
+    FIELDS = ("waker", "command", "url", "timeout", "workdir")
+
+    def changed(self) -> list[str]:
+        """The names of what changed: fields, option keys, and ``header NAME`` for headers."""
+        out = [f for f in self.FIELDS if getattr(self.before, f) != getattr(self.after, f)]
+        old, new = dict(self.before.options), dict(self.after.options)
+        old_h, new_h = old.pop("headers", {}) or {}, new.pop("headers", {}) or {}
+        out += [k for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+        out += [f"header {k}" for k in sorted(old_h.keys() | new_h.keys())
+                if old_h.get(k) != new_h.get(k)]
+        return out
+
+
+@dataclass(frozen=True)
+class Retired:
+    """A person or agent removed: who, and the turns ended with it (``--force``)."""
+
+    who: ParticipantInfo
+    ended: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

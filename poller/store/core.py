@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -21,12 +21,23 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from poller import errors, settings, text, tokens, values
-from poller.models import Agent, Mention, Mood, Participant, Post, Setting, SignIn
+from poller.models import (Agent, Listener, Mention, Mood, Owed, Participant, Post, Setting,
+                           SignIn, Wake)
 
-from poller.kinds import PostKind, Trust, Waker, names
+from poller.kinds import IN_FLIGHT, PostKind, Trust, Waker, names
 
 TRUST_LEVELS = names(Trust)
 WAKERS = names(Waker)
+
+# The options each waker uses; changing an agent's waker drops the others.
+WAKER_OPTIONS = {
+    Waker.COMMAND: ("run_as",),
+    Waker.CLAUDE_CODE: ("run_as", "session_dir", "model", "permission_mode", "bin"),
+    Waker.URL: ("headers",),
+}
+CLAUDE_OPTIONS = WAKER_OPTIONS[Waker.CLAUDE_CODE][1:]
+
+KEEP = object()  # set_agent: leave this field as it is
 
 
 class Store:
@@ -119,27 +130,7 @@ class Store:
                   command: Optional[str] = None, url: Optional[str] = None,
                   timeout: Optional[float] = None, workdir: Optional[str] = None,
                   options: Optional[dict] = None) -> values.AgentInfo:
-        if waker not in WAKERS:
-            raise errors.UserError(f"unknown waker {waker!r}")
-        if waker == "command" and not (command and command.strip()):
-            raise errors.UserError("an agent needs a command (--command CMD)")
-        if waker == "url" and not url:
-            raise errors.UserError("an HTTP agent needs a URL (--url URL)")
-        if timeout is not None and not 0 < timeout <= 1e9:  # NaN fails this too
-            raise errors.UserError(f"timeout must be a positive number of seconds, at most "
-                                   f"1,000,000,000, got {timeout:g}")
-        run_as = (options or {}).get("run_as")
-        if run_as is not None:
-            if waker not in ("command", "claude-code"):
-                raise errors.UserError("--run-as applies only to agents that run a process "
-                                       "(--command, --claude-code)")
-            import pwd
-
-            try:
-                pwd.getpwnam(str(run_as))
-            except KeyError:
-                raise errors.UserError(f"--run-as: there is no Unix user {run_as!r} "
-                                       "on this machine") from None
+        check_agent(waker, command, url, timeout, options or {})
         with self.writing() as s:
             # Agents are trusted to speak but not to wake each other with
             # full tools: their mentions wake look-only turns.
@@ -149,6 +140,110 @@ class Store:
             s.add(agent)
             s.flush()
             return values.AgentInfo.from_rows(p, agent)
+
+    def set_agent(self, handle: str, *, waker: Optional[str] = None, command=KEEP, url=KEEP,
+                  timeout=KEEP, workdir=KEEP, options: Optional[dict] = None,
+                  headers: Optional[dict] = None) -> values.AgentChange:
+        """Change how the agent HANDLE is woken and its limits; what is not given stays.
+
+        *options* and *headers* change the keys they name (``None`` removes one).
+        A new *waker* drops the command, URL and options the old one used and
+        the new one does not.  The result is validated as ``add_agent``
+        validates a new agent.
+        """
+        with self.writing() as s:
+            p, a = self._live_agent(s, handle, lock=True)
+            before = values.AgentInfo.from_rows(p, a)
+            new_waker = waker or a.waker
+            opts = dict(a.options or {})
+            new_command, new_url = a.command, a.url
+            if new_waker != a.waker:
+                keep = WAKER_OPTIONS.get(new_waker, ())
+                opts = {k: v for k, v in opts.items() if k in keep}
+                new_command = a.command if new_waker == Waker.COMMAND else None
+                new_url = a.url if new_waker == Waker.URL else None
+            for key, value in (options or {}).items():
+                if value is None:
+                    opts.pop(key, None)
+                else:
+                    opts[key] = value
+            if headers:
+                merged = dict(opts.get("headers") or {})
+                for name, value in headers.items():
+                    if value is None:
+                        merged.pop(name, None)
+                    else:
+                        merged[name] = value
+                opts["headers"] = merged
+            if not opts.get("headers"):
+                opts.pop("headers", None)
+            new_command = new_command if command is KEEP else command
+            new_url = new_url if url is KEEP else url
+            new_timeout = a.timeout if timeout is KEEP else timeout
+            new_workdir = a.workdir if workdir is KEEP else workdir
+            check_agent(new_waker, new_command, new_url, new_timeout, opts)
+            a.waker, a.command, a.url = new_waker, new_command, new_url
+            a.timeout, a.workdir, a.options = new_timeout, new_workdir, opts
+            s.flush()
+            return values.AgentChange(before, values.AgentInfo.from_rows(p, a))
+
+    def retire_agent(self, handle: str, now: dt.datetime, *, force: bool = False,
+                     end_turn: Optional[Callable[[Session, Wake], None]] = None) -> values.Retired:
+        """Remove the agent HANDLE: the loop stops seeing it, its handle is free again.
+
+        Its participant row stays, for the posts, wakes and decisions that name
+        it.  Refused while a turn of it is pending or running, unless *force*:
+        then *end_turn* closes each of them, in this same transaction.  What
+        it owed (mentions not yet answered, looks due) is dropped.
+        """
+        with self.writing() as s:
+            p, a = self._live_agent(s, handle, lock=True)
+            flight = agent_in_flight(s, p.id)
+            if flight and not force:
+                ids = ", ".join(str(w.id) for w in flight)
+                raise errors.UserError(
+                    f"agent {p.handle!r} has {len(flight)} turn(s) pending or running "
+                    f"(wake {ids}): wait for them to end, or give --force to end them")
+            if flight and end_turn is None:
+                raise ValueError("retire_agent(force=True) needs end_turn for its turns")
+            for w in flight:
+                end_turn(s, w)
+            s.flush()
+            a.retired_at = now
+            self._retire(s, p, now)
+            s.execute(sa.delete(Owed).where(Owed.agent_id == p.id))
+            s.execute(sa.update(Listener).where(Listener.agent_id == p.id)
+                      .values(due_at=None, hold_reason=None, hold_since=None))
+            return values.Retired(values.ParticipantInfo.from_row(p),
+                                  tuple(w.id for w in flight))
+
+    def retire_person(self, handle: str, now: dt.datetime) -> values.Retired:
+        """Remove the person HANDLE: their posts stay, they may post no more, the handle is free."""
+        with self.writing() as s:
+            p = self._participant(s, handle)
+            if p.kind != "person":
+                raise errors.UserError(f"{p.handle!r} is an agent: use `mood-poller agent remove`")
+            self._retire(s, p, now)
+            return values.Retired(values.ParticipantInfo.from_row(p))
+
+    @staticmethod
+    def _retire(s: Session, p: Participant, now: dt.datetime) -> None:
+        # The handle key is unique: renaming it frees the handle, and a
+        # renamed key (``~`` is never in a handle) is neither mentioned nor found.
+        p.retired_at = now
+        p.handle_key = f"{p.handle_key}~retired-{p.id}"
+        s.flush()
+
+    @staticmethod
+    def _live_agent(s: Session, handle: str, lock: bool = False) -> tuple[Participant, Agent]:
+        p = Store._participant(s, handle)
+        q = sa.select(Agent).where(Agent.participant_id == p.id)
+        if lock and s.get_bind().dialect.name == "postgresql":
+            q = q.with_for_update()
+        a = s.scalar(q)
+        if a is None:
+            raise errors.NotFound(f"{p.handle!r} is a person, not an agent")
+        return p, a
 
     def _new_participant(self, s: Session, handle: str, kind: str, trust: str,
                          now: dt.datetime) -> Participant:
@@ -175,15 +270,19 @@ class Store:
         with self.reading() as s:
             return values.ParticipantInfo.from_row(self._participant(s, handle))
 
-    def people(self) -> list[values.ParticipantInfo]:
+    def people(self, include_retired: bool = False) -> list[values.ParticipantInfo]:
         with self.reading() as s:
             q = sa.select(Participant).where(Participant.kind == "person").order_by(Participant.handle_key)
+            if not include_retired:
+                q = q.where(Participant.retired_at.is_(None))
             return [values.ParticipantInfo.from_row(p) for p in s.scalars(q)]
 
-    def agents(self) -> list[values.AgentInfo]:
+    def agents(self, include_retired: bool = False) -> list[values.AgentInfo]:
         with self.reading() as s:
             q = (sa.select(Participant, Agent).join(Agent, Agent.participant_id == Participant.id)
                  .order_by(Participant.handle_key))
+            if not include_retired:
+                q = q.where(Agent.retired_at.is_(None))
             return [values.AgentInfo.from_rows(p, a) for p, a in s.execute(q)]
 
     def agent(self, handle: str) -> values.AgentInfo:
@@ -210,7 +309,7 @@ class Store:
         n_tokens = self.counter.count(body)
         with self.writing() as s:
             mood = self._mood(s, slug)
-            who = self._participant(s, sender)
+            who = self._sender(s, sender)
             return self._insert_post(s, mood, who, body, now, reply_to, kind, n_tokens)
 
     def add_posts(self, items: Sequence[tuple[str, str, str, dt.datetime]]) -> list[int]:
@@ -224,9 +323,25 @@ class Store:
             ids = []
             for (slug, sender, body, at), n in zip(items, counts):
                 mood = moods.get(slug) or moods.setdefault(slug, self._mood(s, slug))
-                who = people.get(sender) or people.setdefault(sender, self._participant(s, sender))
+                who = people.get(sender) or people.setdefault(sender, self._sender(s, sender))
                 ids.append(self._insert_post(s, mood, who, body, at, None, "post", n).id)
             return ids
+
+    @classmethod
+    def _sender(cls, s: Session, handle: str) -> Participant:
+        """Whoever posts as HANDLE; a removed person or agent may not."""
+        try:
+            who = cls._participant(s, handle)
+        except errors.NotFound:
+            key = (handle or "").lower()
+            gone = s.scalar(sa.select(Participant.handle).where(
+                Participant.handle_key.startswith(f"{key}~retired-", autoescape=True)).limit(1))
+            if gone is None:
+                raise
+            raise errors.UserError(f"{gone!r} was removed and can no longer post") from None
+        if who.retired_at is not None:
+            raise errors.UserError(f"{who.handle!r} was removed and can no longer post")
+        return who
 
     def _insert_post(self, s: Session, mood: Mood, who: Participant, body: str,
                      now: dt.datetime, reply_to: Optional[int], kind: str,
@@ -327,6 +442,48 @@ class Store:
     @staticmethod
     def _resolve(s: Session, mood_id, agent_id, now) -> dict[str, settings.Resolved]:
         return resolve_in(s, mood_id, agent_id, now)
+
+
+def check_agent(waker: str, command: Optional[str], url: Optional[str],
+                timeout: Optional[float], options: dict) -> None:
+    """Refuse an agent that could not be woken: what ``agent add`` and ``agent set`` check."""
+    if waker not in WAKERS:
+        raise errors.UserError(f"unknown waker {waker!r}")
+    if waker == "command" and not (command and command.strip()):
+        raise errors.UserError("an agent needs a command (--command CMD)")
+    if waker == "url" and not url:
+        raise errors.UserError("an HTTP agent needs a URL (--url URL)")
+    if timeout is not None and not 0 < timeout <= 1e9:  # NaN fails this too
+        raise errors.UserError(f"timeout must be a positive number of seconds, at most "
+                               f"1,000,000,000, got {timeout:g}")
+    if options.get("headers") and waker != "url":
+        raise errors.UserError("--header only applies with --url")
+    misplaced = [k for k in CLAUDE_OPTIONS if options.get(k)]
+    if misplaced and waker != "claude-code":
+        flags = ", ".join("--" + ("claude-bin" if k == "bin" else k.replace("_", "-"))
+                          for k in misplaced)
+        raise errors.UserError(f"{flags} only apply with --claude-code")
+    run_as = options.get("run_as")
+    if run_as is not None:
+        if waker not in ("command", "claude-code"):
+            raise errors.UserError("--run-as applies only to agents that run a process "
+                                   "(--command, --claude-code)")
+        import pwd
+
+        try:
+            pwd.getpwnam(str(run_as))
+        except KeyError:
+            raise errors.UserError(f"--run-as: there is no Unix user {run_as!r} "
+                                   "on this machine") from None
+
+
+def agent_in_flight(s: Session, agent_id: int) -> list[Wake]:
+    """The agent's turns pending or running, oldest first, locked on PostgreSQL."""
+    q = (sa.select(Wake).where(Wake.agent_id == agent_id, Wake.status.in_(IN_FLIGHT))
+         .order_by(Wake.id))
+    if s.get_bind().dialect.name == "postgresql":
+        q = q.with_for_update()
+    return list(s.scalars(q))
 
 
 def resolve_in(s: Session, mood_id: Optional[int], agent_id: Optional[int],

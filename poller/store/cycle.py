@@ -173,7 +173,7 @@ class SettingsCache:
 
 def agents(s: Session) -> dict[int, AgentInfo]:
     """Every agent, by participant id."""
-    q = sa.select(Participant, Agent).join(Agent, Agent.participant_id == Participant.id)
+    q = sa.select(Participant, Agent).join(Agent, Agent.participant_id == Participant.id).where(Agent.retired_at.is_(None))
     return {p.id: AgentInfo.from_rows(p, a) for p, a in s.execute(q)}
 
 
