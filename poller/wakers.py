@@ -482,6 +482,22 @@ CONNECT_BACKOFF_S = 0.5
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+def expand_env(header: str, value: str) -> str:
+    """*value* with every ``${VAR}`` replaced by the poller's environment variable VAR."""
+
+    def one(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in os.environ:
+            raise LookupError(f"header {header} needs environment variable {name}, "
+                              "which is not set")
+        if any(c in os.environ[name] for c in "\r\n\x00"):
+            raise LookupError(f"header {header}: environment variable {name} holds a line "
+                              "break or NUL, which a header cannot carry")
+        return os.environ[name]
+
+    return ENV_REF.sub(one, value)
+
+
 class HttpWaker:
     """POSTs the wake as JSON; the reply is the JSON ``reply`` field or a text/plain body.
 
@@ -519,18 +535,14 @@ class HttpWaker:
             return Outcome("failed", error=why, public=why)
 
     def resolved_headers(self) -> dict[str, str]:
-        """Header values of the form ``${VAR}`` come from the environment at send time,
-        so a credential need be neither on a command line nor in the database."""
-        out = {}
-        for name, value in self.headers.items():
-            m = ENV_REF.fullmatch(value)
-            if m:
-                if m.group(1) not in os.environ:
-                    raise LookupError(f"header {name} needs environment variable {m.group(1)}, "
-                                      "which is not set")
-                value = os.environ[m.group(1)]
-            out[name] = value
-        return out
+        """Header values with each ``${VAR}`` replaced from the environment at send time
+        (``Bearer ${TOKEN}`` as well as ``${TOKEN}``), so a credential need be
+        neither on a command line nor in the database.
+
+        A ``${VAR}`` naming an unset variable raises LookupError naming the
+        header and the variable, never a value.
+        """
+        return {name: expand_env(name, value) for name, value in self.headers.items()}
 
     def _post(self, turn: Turn) -> Outcome:
         import httpx
