@@ -1,6 +1,8 @@
-"""``person add | list`` and ``agent add | list``."""
+"""``person add | trust | set | remove | list`` and ``agent add | set | remove | list``."""
 
 from __future__ import annotations
+
+import re
 
 import click
 
@@ -37,21 +39,60 @@ def person_trust(app: App, handle: str, level: str) -> None:
     click.echo(f"{p.handle} now has trust {p.trust}")
 
 
+@person.command("set")
+@click.argument("handle")
+@click.option("--trust", "level", required=True, type=click.Choice(["full", "look", "none"]),
+              help="full: may wake full-tool turns; look: look-only; none: a mention is just text.")
+@pass_app
+def person_set(app: App, handle: str, level: str) -> None:
+    """Change how far HANDLE is trusted (as `person trust`)."""
+    p = app.store.set_trust(handle, level)
+    click.echo(f"{p.handle} now has trust {p.trust}")
+
+
+@person.command("remove")
+@click.argument("handle")
+@common.now_option
+@pass_app
+def person_remove(app: App, handle: str) -> None:
+    """Remove the person HANDLE: their posts stay, they can post no more, the handle is free."""
+    r = app.store.retire_person(handle, app.now())
+    click.echo(f"removed person {r.who.handle} (their posts are kept; the handle is free)")
+
+
 @person.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include people who were removed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def person_list(app: App, as_json: bool) -> None:
+def person_list(app: App, show_all: bool, as_json: bool) -> None:
     """List people."""
-    people = app.store.people()
+    people = app.store.people(include_retired=show_all)
     if as_json:
         common.echo_json([p.to_json() for p in people])
         return
+    if show_all:
+        common.table([[p.handle, p.trust, _removed(p)] for p in people],
+                     ["HANDLE", "TRUST", "REMOVED"])
+        return
     common.table([[p.handle, p.trust] for p in people], ["HANDLE", "TRUST"])
+
+
+def _removed(row) -> str:
+    from poller.text import iso
+
+    return iso(row.retired_at) if row.retired_at else ""
 
 
 @click.group()
 def agent() -> None:
     """Add agents and say how each is woken."""
+
+
+HEADER_HELP = ("--url: a request header (repeatable). Values are kept secret and never shown; "
+               "write ${VAR} (anywhere in the value, e.g. 'Authorization:Bearer ${TOKEN}') "
+               "to read VAR from the poller's environment at send time.")
+LITERAL_SECRET_HELP = ("Store a header value that looks like a credential as it is, in the "
+                       "database, instead of refusing it (prefer ${VAR}).")
 
 
 @agent.command("add")
@@ -68,9 +109,8 @@ def agent() -> None:
                    "Look-only turns always run read-only.")
 @click.option("--claude-bin", metavar="PATH", help="--claude-code: the claude executable (default: claude).")
 @click.option("--url", metavar="URL", help="POST each wake as JSON to URL; the reply comes back.")
-@click.option("--header", "headers", multiple=True, metavar="K:V",
-              help="--url: a request header (repeatable). Values are kept secret; write "
-              "Name:${VAR} to read the value from the poller's environment at send time.")
+@click.option("--header", "headers", multiple=True, metavar="K:V", help=HEADER_HELP)
+@click.option("--allow-literal-secret", is_flag=True, help=LITERAL_SECRET_HELP)
 @click.option("--timeout", type=float, metavar="SECONDS",
               help="Kill a turn after this long (default: 900 s look-only, no limit with full tools).")
 @click.option("--workdir", type=click.Path(file_okay=False), help="Working directory of the turn.")
@@ -83,12 +123,14 @@ def agent() -> None:
 def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
               session_dir: str | None, model: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
-              timeout: float | None, workdir: str | None, run_as: str | None) -> None:
+              allow_literal_secret: bool, timeout: float | None, workdir: str | None,
+              run_as: str | None) -> None:
     """Add the agent HANDLE and how it is woken: --command, --claude-code or --url."""
     waker, options = waker_options(command=command, claude_code=claude_code,
                                    session_dir=session_dir, model=model,
                                    permission_mode=permission_mode, claude_bin=claude_bin,
-                                   url=url, headers=headers)
+                                   url=url, headers=headers,
+                                   allow_literal_secret=allow_literal_secret)
     if run_as is not None:
         options = {**options, "run_as": run_as}
     a = app.store.add_agent(handle, app.now(), waker=waker, command=command, url=url,
@@ -98,59 +140,264 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
 
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
+WAKER_FLAGS = (("--command", "command"), ("--claude-code", "claude-code"), ("--url", "url"))
 
 
-def waker_options(*, command, claude_code, url, headers, **claude) -> tuple[str, dict]:
-    """Which waker the options name, and its stored options; UserError if they clash."""
-    chosen = [name for name, on in (("--command", command), ("--claude-code", claude_code),
-                                    ("--url", url)) if on]
-    if len(chosen) != 1:
+def chosen_waker(*, command, claude_code, url, required: bool = True) -> str | None:
+    """The waker the flags name (None if none and not *required*); UserError if they clash."""
+    chosen = [(flag, waker) for (flag, waker), on in zip(WAKER_FLAGS, (command, claude_code, url))
+              if on is not None and on is not False]
+    if len(chosen) > 1 or (required and not chosen):
         raise errors.UserError("give exactly one of --command, --claude-code or --url"
-                               + (f" (got {', '.join(chosen)})" if chosen else ""))
-    given = {k: v for k, v in claude.items() if v}
-    if given and not claude_code:
+                               + (f" (got {', '.join(f for f, _ in chosen)})" if chosen else ""))
+    return chosen[0][1] if chosen else None
+
+
+def waker_options(*, command, claude_code, url, headers, allow_literal_secret=False,
+                  **claude) -> tuple[str, dict]:
+    """Which waker the options name, and its stored options; UserError if they clash."""
+    waker = chosen_waker(command=command, claude_code=claude_code, url=url)
+    given = claude_options(waker, {k: v for k, v in claude.items() if v})
+    check_url(waker, url, headers)
+    if waker == "claude-code":
+        return "claude-code", given
+    if waker == "command":
+        return "command", {}
+    return "url", ({"headers": parse_headers(headers, allow_literal_secret)} if headers else {})
+
+
+def claude_options(waker: str, given: dict) -> dict:
+    """The Claude Code options given (``claude_bin`` stored as ``bin``); UserError if
+    the waker is another or the permission mode is unknown."""
+    if given and waker != "claude-code":
         flags = ", ".join("--" + k.replace("_", "-") for k in given)
         raise errors.UserError(f"{flags} only apply with --claude-code")
-    if headers and not url:
+    mode = given.get("permission_mode")
+    if mode and mode not in PERMISSION_MODES:
+        raise errors.UserError(f"--permission-mode must be one of {', '.join(PERMISSION_MODES)}")
+    given = dict(given)
+    if "claude_bin" in given:
+        given["bin"] = given.pop("claude_bin")
+    return given
+
+
+def check_url(waker: str, url: str | None, headers) -> None:
+    if headers and waker != "url":
         raise errors.UserError("--header only applies with --url")
-    if claude_code:
-        mode = given.get("permission_mode")
-        if mode and mode not in PERMISSION_MODES:
-            raise errors.UserError(f"--permission-mode must be one of {', '.join(PERMISSION_MODES)}")
-        if "claude_bin" in given:
-            given["bin"] = given.pop("claude_bin")
-        return "claude-code", given
-    if command:
-        return "command", {}
-    if not url.startswith(("http://", "https://")):
+    if url is not None and not url.startswith(("http://", "https://")):
         raise errors.UserError(f"--url must start with http:// or https://, got {url!r}")
-    return "url", {"headers": parse_headers(headers)} if headers else {}
 
 
-def parse_headers(items) -> dict[str, str]:
-    out: dict[str, str] = {}
+def parse_headers(items, allow_literal_secret: bool = False,
+                  removable: bool = False) -> dict[str, str | None]:
+    """``Name:value`` items as a dict; with *removable*, ``Name:`` maps Name to None.
+
+    A value that looks like a literal credential is refused unless
+    *allow_literal_secret*.  No message ever shows a value.
+    """
+    out: dict[str, str | None] = {}
     for item in items:
         name, sep, value = item.partition(":")
         name = name.strip()
         if not sep or not name or any(c in name for c in " \t\r\n") or any(c in value for c in "\r\n"):
             # Never echo the value: it may be a credential.
             raise errors.UserError(f"--header must look like Name:value (got a header named {name[:40]!r})")
-        out[name] = value.strip()
+        value = value.strip()
+        if removable and not value:
+            out[name] = None
+            continue
+        why = literal_secret(value)
+        if why and not allow_literal_secret:
+            scheme = why.split()[1] if why.endswith("credential") else ""
+            example = f"{name}:{scheme + ' ' if scheme else ''}${{TOKEN}}"
+            raise errors.UserError(
+                f"--header {name}: the value looks like a literal secret ({why}); write the "
+                f"secret as ${{VAR}} (e.g. '{example}') and set VAR in the poller's "
+                "environment, or give --allow-literal-secret to store it in the database")
+        out[name] = value
     return out
 
 
+ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # as poller.wakers expands them
+SCHEME_TOKEN = re.compile(r"(?i)\b(bearer|basic|token|apikey)\s+(\S+)")
+KEY_PREFIXES = re.compile(r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_-]{8,}|sk_(live|test)_[A-Za-z0-9]{8,}"
+                          r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+                          r"|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})")
+LONG_RUN = re.compile(r"[A-Za-z0-9+/=_.~-]{24,}")
+LONG_TOKEN = 12  # characters after "Bearer " or "Basic " that make a literal credential
+
+
+def literal_secret(value: str) -> str | None:
+    """Why *value* looks like a credential written out literally, or None.
+
+    Only the literal text counts: ``${VAR}`` references are read at send time
+    and never stored as values.
+    """
+    literal = ENV_REF.sub(" ", value)
+    for m in SCHEME_TOKEN.finditer(literal):
+        if len(m.group(2)) >= LONG_TOKEN:
+            return f"a {m.group(1).capitalize()} credential"
+    if KEY_PREFIXES.search(literal):
+        return "an API key"
+    for m in LONG_RUN.finditer(literal):
+        run = m.group()
+        if (any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+                and len(set(run)) >= 10):
+            return "a long random-looking string"
+    return None
+
+
+class TimeoutOrDefault(click.ParamType):
+    """Seconds, or ``default`` to go back to the configured defaults."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float) or value == "default":
+            return value
+        if str(value).strip().lower() == "default":
+            return "default"
+        try:
+            return float(str(value).strip())
+        except ValueError:
+            self.fail(f"{value!r} is not a number of seconds or 'default'", param, ctx)
+
+
+@agent.command("set")
+@click.argument("handle")
+@click.option("--command", "command", metavar="CMD", help="Wake it by running CMD.")
+@click.option("--claude-code", is_flag=True, default=None,
+              help="Wake it with Claude Code (claude -p).")
+@click.option("--url", metavar="URL", help="Wake it by POSTing to URL.")
+@click.option("--session-dir", metavar="DIR", help="--claude-code: its directory ('' clears it).")
+@click.option("--model", metavar="M", help="--claude-code: the model ('' clears it).")
+@click.option("--permission-mode", metavar="MODE",
+              help="--claude-code: permission mode of full-tool turns ('' clears it).")
+@click.option("--claude-bin", metavar="PATH", help="--claude-code: the claude executable "
+              "('' clears it).")
+@click.option("--header", "headers", multiple=True, metavar="K:V",
+              help=HEADER_HELP + " Name: with no value removes that header; others are kept.")
+@click.option("--allow-literal-secret", is_flag=True, help=LITERAL_SECRET_HELP)
+@click.option("--timeout", type=TimeoutOrDefault(), metavar="SECONDS",
+              help="Kill a turn after this long ('default': the configured defaults).")
+@click.option("--workdir", metavar="DIR", help="Working directory of the turn ('' clears it).")
+@click.option("--run-as", "run_as", metavar="USER",
+              help="--command, --claude-code: run the agent as this Unix user ('' clears it).")
+@pass_app
+def agent_set(app: App, handle: str, command: str | None, claude_code: bool | None,
+              session_dir: str | None, model: str | None, permission_mode: str | None,
+              claude_bin: str | None, url: str | None, headers: tuple[str, ...],
+              allow_literal_secret: bool, timeout, workdir: str | None,
+              run_as: str | None) -> None:
+    """Change how the agent HANDLE is woken and its limits; only the options given change.
+
+    A new waker (--command, --claude-code or --url) drops the old one's
+    options; each option is checked as `agent add` checks it.
+    """
+    waker = chosen_waker(command=command, claude_code=claude_code or None, url=url,
+                         required=False)
+    effective = waker or app.store.agent(handle).waker
+    claude = {k: v for k, v in (("session_dir", session_dir), ("model", model),
+                                ("permission_mode", permission_mode),
+                                ("claude_bin", claude_bin)) if v is not None}
+    options: dict = {k: v or None for k, v in claude_options(effective, claude).items()}
+    check_url(effective, url, headers)
+    parsed = parse_headers(headers, allow_literal_secret, removable=True)
+    if run_as is not None:
+        options["run_as"] = run_as or None
+    changes: dict = {}
+    if waker is not None:
+        changes["waker"] = waker
+    if command is not None:
+        changes["command"] = command
+    if url is not None:
+        changes["url"] = url
+    if timeout is not None:
+        changes["timeout"] = None if timeout == "default" else timeout
+    if workdir is not None:
+        changes["workdir"] = workdir or None
+    if not (changes or options or parsed):
+        raise errors.UserError("nothing to change: give --command, --claude-code, --url, "
+                               "--header, --timeout, --workdir, --run-as or a Claude Code option")
+    change = app.store.set_agent(handle, options=options, headers=parsed, **changes)
+    changed = change.changed()
+    if not changed:
+        click.echo(f"agent {change.after.handle}: nothing changed")
+        return
+    click.echo(f"changed agent {change.after.handle}:")
+    for what in changed:
+        common.echo(f"  {OPTION_NAMES.get(what, what)}: {_what_changed(change, what)}")
+
+
+# Stored option keys as the flags that set them.
+OPTION_NAMES = {"run_as": "run-as", "session_dir": "session-dir",
+                "permission_mode": "permission-mode", "bin": "claude-bin"}
+
+
+def _what_changed(change, what: str) -> str:
+    """One change as ``old -> new``; a header only as added, changed or removed."""
+    if what.startswith("header "):
+        name = what[len("header "):]
+        old = (change.before.options.get("headers") or {}).get(name)
+        new = (change.after.options.get("headers") or {}).get(name)
+        return "added" if old is None else "removed" if new is None else "changed"
+
+    def shown(info) -> str:
+        value = getattr(info, what) if what in type(change).FIELDS else info.options.get(what)
+        if value is None or value == "":
+            return "default" if what == "timeout" else "(none)"
+        if what == "timeout":
+            return f"{value:g} s"
+        if what == "command":
+            return mask_text(value)
+        if what == "url":
+            return mask_url(value, keep_user=False)
+        return str(value)
+
+    return f"{shown(change.before)} -> {shown(change.after)}"
+
+
+ENDED_BY_REMOVAL = "its agent was removed by an operator"
+
+
+@agent.command("remove")
+@click.argument("handle")
+@click.option("--force", is_flag=True,
+              help="End its pending and running turns (recorded as cut off) and remove it.")
+@common.now_option
+@pass_app
+def agent_remove(app: App, handle: str, force: bool) -> None:
+    """Remove the agent HANDLE: it is woken no more and its handle is free again.
+
+    Its posts, wakes and decisions are kept.  Refused while a turn of it is
+    pending or running, unless --force.
+    """
+    from poller.recover import end_turn
+
+    store, now = app.store, app.now()
+
+    def end(s, wake) -> None:
+        end_turn(store.counter, s, wake, ENDED_BY_REMOVAL, now, follow_up=False)
+
+    r = store.retire_agent(handle, now, force=force, end_turn=end)
+    ended = (f"; ended {len(r.ended)} turn(s) (wake {', '.join(map(str, r.ended))})"
+             if r.ended else "")
+    click.echo(f"removed agent {r.who.handle}{ended} (its history is kept; the handle is free)")
+
+
 @agent.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include agents that were removed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def agent_list(app: App, as_json: bool) -> None:
-    """List agents and their wakers."""
-    agents = app.store.agents()
+def agent_list(app: App, show_all: bool, as_json: bool) -> None:
+    """List agents and their wakers (header names only, never their values)."""
+    agents = app.store.agents(include_retired=show_all)
     if as_json:
         common.echo_json([_masked(a.to_json()) for a in agents])
         return
-    common.table([[a.handle, a.waker, _target(a), f"{a.timeout:g}s" if a.timeout else "default"]
-                  for a in agents],
-                 ["HANDLE", "WAKER", "TARGET", "TIMEOUT"])
+    rows = [[a.handle, a.waker, _target(a), f"{a.timeout:g}s" if a.timeout else "default"]
+            + ([_removed(a)] if show_all else []) for a in agents]
+    common.table(rows, ["HANDLE", "WAKER", "TARGET", "TIMEOUT"] + (["REMOVED"] if show_all else []))
 
 
 def _masked(row: dict) -> dict:
@@ -165,6 +412,9 @@ def _masked(row: dict) -> dict:
 def _target(a) -> str:
     target = mask_text(a.command) if a.command else (
         mask_url(a.url, keep_user=False) if a.url else _claude_target(a))
+    headers = (a.options or {}).get("headers")
+    if headers:
+        target += f" (headers: {', '.join(headers)})"
     run_as = (a.options or {}).get("run_as")
     return f"{target} (as {run_as})" if run_as else target
 
