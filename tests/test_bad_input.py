@@ -263,6 +263,13 @@ def test_other_database_errors_are_one_line(cli):
     assert dump(cli.db_url) == before
 
 
+def test_a_failed_dials_refresh_says_why_on_stderr(cli):
+    r = cli.fails("dials", "--refresh")
+    assert r.code == 1 and "source:" in r.out
+    assert r.err.strip() == ("mood-poller: the dials page could not be refreshed: "
+                             "no wiki configured (wiki.site is empty)")
+
+
 # -- preview of a mention once it has been answered ---------------------------------------------
 
 def test_preview_of_the_quick_start_mention(cli, monkeypatch):

@@ -36,6 +36,10 @@ def dials(ctx: click.Context, app: App, refresh: bool, as_json: bool, seed_page:
     else:
         common.echo(report.render(status))
     if not ok:
+        why = str(status.error or ("no wiki configured (wiki.site is empty)" if not status.site
+                                   else "the wiki did not answer")).strip().splitlines()
+        common.echo(f"mood-poller: the dials page could not be refreshed: "
+                    f"{why[0] if why else 'no reason given'}", err=True)
         ctx.exit(1)
 
 
