@@ -201,6 +201,20 @@ def test_a_read_only_database_is_named(cli, tmp_path, args):
 
 
 
+def test_a_read_only_postgresql_database_is_one_line(pg_url):
+    cli = Cli(pg_url)
+    cli("init")
+    world(cli)
+    engine = sa.create_engine(pg_url)
+    with engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+            f'ALTER DATABASE "{sa.engine.make_url(pg_url).database}" '
+            "SET default_transaction_read_only = on")
+    engine.dispose()
+    for args in (("post", "lobby", "--as", "ada", "hi"), ("set", "discretion", "chatty")):
+        refused(cli, *args, message="database is read-only: postgresql", code=78)
+
+
 @pytest.mark.parametrize("url", [
     "postgresql://u:hunter2@[::1:5432/db",
     "postgresql+psycopg://u:hunter2@[::1]:99999/db",

@@ -336,28 +336,31 @@ def _fail(message: str, code: int) -> None:
 
 
 def database_error(exc: BaseException) -> errors.StoreError | None:
-    """A driver's OperationalError as a one-line StoreError (None for anything else).
+    """A driver's error (SQLAlchemy's DBAPIError: OperationalError and its
+    siblings) as a one-line StoreError; None for anything else.
 
     A database another writer held past the busy timeout is :class:`errors.StoreBusy`
-    (exit 75: try again); a read-only one names its file.
+    (exit 75: try again); a read-only one names its file.  Each command is one
+    transaction, rolled back by the error, so nothing of it was written.
     """
     sa_exc = sys.modules.get("sqlalchemy.exc")
-    if sa_exc is None or not isinstance(exc, sa_exc.OperationalError):
+    if sa_exc is None or not isinstance(exc, sa_exc.DBAPIError):
         return None
     orig = getattr(exc, "orig", None) or exc
     first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
     lowered = first.lower()
+    sqlstate = getattr(orig, "sqlstate", None)
     if ("database is locked" in lowered or "database is busy" in lowered
-            or "database table is locked" in lowered
-            or getattr(orig, "sqlstate", None) in BUSY_SQLSTATES):
+            or "database table is locked" in lowered or sqlstate in BUSY_SQLSTATES):
         return errors.StoreBusy("database busy, try again")
-    if "readonly database" in lowered or "read-only" in lowered:
+    if "readonly database" in lowered or sqlstate == READ_ONLY_SQLSTATE:
         return errors.StoreError(f"database is read-only: {_where()}")
     return errors.StoreError(f"database error: {first}")
 
 
 # PostgreSQL: lock_not_available, deadlock_detected, serialization_failure.
 BUSY_SQLSTATES = {"55P03", "40P01", "40001"}
+READ_ONLY_SQLSTATE = "25006"  # PostgreSQL: read_only_sql_transaction
 
 
 def _where() -> str:
