@@ -150,8 +150,10 @@ def _coerce(section: str, cls, raw: dict):
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            shown = ("a value (not shown: it is a secret)" if key in SECRET_FIELDS
+                     else f"{value!r}")
             raise errors.ConfigError(
-                f"config: {section}.{key} must be {want.__name__}, got {value!r}"
+                f"config: {section}.{key} must be {want.__name__}, got {shown}"
             )
         if want is float and not math.isfinite(value):
             raise errors.ConfigError(f"config: {section}.{key} must be a finite number, got {value!r}")

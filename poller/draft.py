@@ -114,7 +114,8 @@ def record(ctx: Context, s, draft: Draft, wake: compose.Wake, now: dt.datetime,
     if l is None:
         return None  # another poller holds it now
     cycle.lock_agent(s, draft.agent.id)
-    if (cycle.fingerprint(s, l, now) != draft.fingerprint
+    if (not cycle.agent_active(s, draft.agent.id)  # removed while the wake was composed
+            or cycle.fingerprint(s, l, now) != draft.fingerprint
             or not reads.still_untaken(s, draft.extras)):
         return None
     row = cycle.add_wake(s, agent_id=draft.agent.id, mood_id=draft.mood.id, kind=draft.kind,

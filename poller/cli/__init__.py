@@ -199,8 +199,10 @@ def check_db_url(url: str) -> None:
 
 
 def mask_url(url: str) -> str:
-    """*url* with the password of any ``user:password@`` part masked, parseable or not."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """*url* with every credential masked (userinfo, pass/key/token-like query values)."""
+    from poller.secure import mask_url as mask
+
+    return mask(url)
 
 
 class App:
@@ -379,6 +381,6 @@ def _where() -> str:
         if parsed.get_backend_name() == "sqlite" and parsed.database:
             path = parsed.database
             return path[len("file:"):].partition("?")[0] if path.startswith("file:") else path
-        return parsed.render_as_string(hide_password=True)
+        return mask_url(parsed.render_as_string(hide_password=True))
     except Exception:
         return mask_url(url) or "the database"

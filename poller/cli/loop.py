@@ -38,8 +38,18 @@ def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> 
         report = poller.tick(at, dry_run=dry_run)
     except sa.exc.SQLAlchemyError as exc:
         # The step that failed was rolled back; what committed before it stands
-        # (wakes recorded were started), and the next tick carries on.
+        # (wakes recorded were started), and the next tick carries on.  A busy
+        # or unreachable database is temporary (exit 75): cron tries again.
+        from poller.cli import database_error
+
+        known = database_error(exc)
         first = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        unreachable = any(w in first.lower() for w in (
+            "could not connect", "connection refused", "server closed the connection",
+            "connection timed out", "terminating connection"))
+        if isinstance(known, errors.StoreBusy) or unreachable:
+            raise errors.StoreBusy(f"the cycle stopped partway (its failed step was rolled "
+                                   f"back); try again: {first}") from exc
         raise errors.StoreError(f"the cycle stopped partway (its failed step was rolled back): "
                                 f"{first}") from exc
     finally:

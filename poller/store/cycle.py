@@ -524,3 +524,9 @@ def quarantine(s: Session, kind: str, ref: str, error: str, now: dt.datetime, *,
 def defer_listener(s: Session, agent_id: int, mood_id: int, until: dt.datetime) -> None:
     s.execute(sa.update(Listener).where(Listener.agent_id == agent_id, Listener.mood_id == mood_id)
               .values(due_at=until))
+
+
+def agent_active(s: Session, agent_id: int) -> bool:
+    """The agent exists and has not been removed."""
+    return s.scalar(sa.select(Agent.participant_id).where(
+        Agent.participant_id == agent_id, Agent.retired_at.is_(None))) is not None
