@@ -73,6 +73,8 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
         flight = cycle.in_flight_here(s, agent.id, mood.id)
         scram = _scram(s)
         aside = [_aside_json(q) for q in ops.quarantined(s, agent.id, mood.id)]
+        history = cycle.history_before(s)
+        before = cycle.mentions_before(s, agent.id, mood.id, history) if history else 0
     hold = None
     if l is not None and l.hold_reason and owed:
         hold = {"reason": l.hold_reason, "since": iso(l.hold_since), "owed": owed}
@@ -83,7 +85,8 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
                   "quiet_backoff": l.quiet_backoff or None}
     return {"mood": slug, "agent": agent.handle, "scram": scram, "hold": hold,
             "owed": owed, "in_flight": flight.id if flight else None,
-            "decisions": decisions, "timers": timers, "quarantined": aside}
+            "decisions": decisions, "timers": timers, "quarantined": aside,
+            "first_cycle_run": history is not None, "mentions_before_first_cycle": before}
 
 
 def _aside_json(q: ops.QuarantineRecord) -> dict:

@@ -179,7 +179,15 @@ def why(app: App, slug: str, handle: str, as_json: bool) -> None:
             ended = f" -> {turn['status']}"
         common.echo(f"{kind:9} {d['code']}{ended} at {d['at']}{seen}{tail}")
     if not answer["decisions"]:
-        common.echo("no decisions yet: nothing has been due for this agent here")
+        if not answer["first_cycle_run"]:
+            common.echo("no decisions yet: the poller has not run its first cycle on this store "
+                        "(run `mood-poller tick` or `mood-poller run`)")
+        elif answer["mentions_before_first_cycle"]:
+            common.echo(f"no decisions yet: {answer['mentions_before_first_cycle']} mention(s) "
+                        f"here were posted before the poller's first cycle, and what came "
+                        f"before it is history, never answered")
+        else:
+            common.echo("no decisions yet: nothing has been due for this agent here")
     for q in answer["quarantined"]:
         common.echo(f"set aside: {q['kind']} {q['ref']} ({q['count']}x, last {q['last_at']}): "
                    f"{q['error']}")

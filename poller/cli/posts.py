@@ -28,6 +28,10 @@ def post(app: App, slug: str, text: str, sender: str, at: str | None,
             raise errors.UserError(f"stdin is not valid UTF-8 (byte {exc.start})") from None
     p = app.store.add_post(slug, sender, text, common.when(app, at), reply_to=reply_to)
     click.echo(p.id)
+    if not app.store.poller_has_run():
+        click.echo("mood-poller: note: the poller has not run its first cycle on this store; "
+                   "posts from before it are history and never answered: run `mood-poller tick` "
+                   "(or `mood-poller run`) before posting", err=True)
 
 
 @click.command()

@@ -364,6 +364,13 @@ class Store:
             rows = s.execute(q).all()
             return [values.PostInfo.from_row(p, slug, h, k) for p, h, k in reversed(rows)]
 
+    def poller_has_run(self) -> bool:
+        """True once a poller has run its first cycle on this store (posts since are heard)."""
+        from poller.store import cycle
+
+        with self.reading() as s:
+            return cycle.cursor_exists(s, "posts")
+
     # -- Sign-ins --------------------------------------------------------------
 
     def add_signin(self, handle: str, slug: str, now: dt.datetime, tier: str = "key",

@@ -100,12 +100,33 @@ class RecentMood:
     post_id: int
 
 
+FIRST_CYCLE_FLAG = "history_before"  # value: the newest post id when the poller first looked
+
+
 def start_cursors(s: Session, now: dt.datetime) -> int:
     """A new deployment's cursors, at the newest post and sign-in; returns the newest post id."""
     newest = max_id(s, Post.id)
     s.add(Cursor(name="posts", value=newest, at=now))
     s.add(Cursor(name="signins", value=max_id(s, SignIn.id), at=now))
+    set_flag(s, FIRST_CYCLE_FLAG, str(newest), None, now)
     return newest
+
+
+def history_before(s: Session) -> Optional[int]:
+    """The newest post id when the poller first looked (posts up to it are history); None
+    if the poller has never run its first cycle here."""
+    if not cursor_exists(s, "posts"):
+        return None
+    f = flag(s, FIRST_CYCLE_FLAG)
+    return int(f.value) if f is not None and f.value.isdigit() else 0
+
+
+def mentions_before(s: Session, agent_id: int, mood_id: int, upto_id: int) -> int:
+    """Mentions of the agent in the Mood up to post *upto_id* (history when the poller began)."""
+    return s.scalar(sa.select(sa.func.count()).select_from(Mention)
+                    .join(Post, Post.id == Mention.post_id)
+                    .where(Mention.participant_id == agent_id, Post.mood_id == mood_id,
+                           Post.id <= upto_id)) or 0
 
 
 def moods_people_spoke_in(s: Session, since: dt.datetime) -> list[RecentMood]:
