@@ -47,9 +47,22 @@ class StoreBusy(StoreError):
     exit_code = 75  # EX_TEMPFAIL
 
 
+class StoreUnavailable(StoreError):
+    """The database server could not be reached (refused, timed out, name not resolved,
+    starting up): it may come back, so a supervisor should try again later."""
+
+    exit_code = 75  # EX_TEMPFAIL
+
+
 class TokenizerError(ConfigError):
     """The configured tiktoken encoding cannot be loaded offline."""
 
 
 class WikiError(PollerError):
     """The dials wiki could not be read or written."""
+
+
+class WikiUnavailable(WikiError):
+    """The dials wiki could not be reached (refused, timed out) where it was needed."""
+
+    exit_code = 75  # EX_TEMPFAIL

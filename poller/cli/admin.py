@@ -10,7 +10,14 @@ from poller.cli import App, pass_app
 @click.command()
 @pass_app
 def init(app: App) -> None:
-    """Create the database schema, or upgrade it to the newest version."""
+    """Create the database schema, or upgrade it to the newest version.
+
+    Safe to start on several machines at once: each takes the migration lock
+    (a PostgreSQL advisory lock, or a lock file beside a SQLite database), so
+    one migrates and the others find the schema at the newest.  A database
+    that cannot be reached, or a lock held for more than five minutes, exits
+    75 (try again); a broken configuration exits 78.
+    """
     from poller.store import db
 
     engine = app.engine(check=False)

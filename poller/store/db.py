@@ -7,8 +7,12 @@ CLI and a running poller can share one file.  PostgreSQL URLs use psycopg 3
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -29,29 +33,84 @@ def safe_url(url: str) -> str:
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for *url*; raises StoreError when it cannot be opened."""
+    """An engine for *url*, its first connection made.
+
+    Raises :class:`errors.StoreUnavailable` (exit 75: try again) when a database
+    server cannot be reached, and :class:`errors.StoreError` (exit 78) for what
+    only the operator can fix: a malformed URL, a missing driver, a database or
+    role that does not exist, refused credentials, a SQLite file that cannot be
+    opened.
+    """
     try:
         parsed = make_url(url)
-    except sa.exc.ArgumentError as exc:
+    except (sa.exc.ArgumentError, ValueError, TypeError):
         raise errors.StoreError(f"invalid database URL {safe_url(url)!r}") from None
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
+    where = safe_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = _sqlite_engine(parsed)
     else:
         try:
-            engine = sa.create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 10})
+            engine = sa.create_engine(parsed, pool_pre_ping=True,
+                                      connect_args={"connect_timeout": 10})
         except Exception as exc:  # missing driver, bad options
-            raise errors.StoreError(f"cannot open database {safe_url(url)}: "
-                                    f"{mask_text(str(exc))}") from None
+            reason = _missing_driver(parsed, exc) or _first_line(exc)
+            raise errors.StoreError(f"cannot open database {where}: {mask_text(reason)}") from None
     try:
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
     except Exception as exc:
         engine.dispose()
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
-        raise errors.StoreError(f"cannot open database {safe_url(url)}: {mask_text(reason)}") from None
+        reason = _first_line(getattr(exc, "orig", None) or exc)
+        message = f"cannot open database {where}: {mask_text(reason)}"
+        if (parsed.get_backend_name() != "sqlite" and isinstance(exc, sa.exc.OperationalError)
+                and connection_is_temporary(reason)):
+            raise errors.StoreUnavailable(message) from None
+        raise errors.StoreError(message) from None
     return engine
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+# A server-side refusal at connect time ("FATAL:  database ... does not exist",
+# a failed password) needs the operator; these pass by themselves.
+_TEMPORARY_REFUSALS = ("the database system is starting up", "the database system is shutting down",
+                       "the database system is in recovery mode", "the database system is not yet "
+                       "accepting connections", "the database system is not accepting connections",
+                       "too many clients", "connection slots are reserved",
+                       "terminating connection due to administrator command")
+# The connection itself failed: nothing listens, the network or DNS is down, it timed out.
+_TEMPORARY_FAILURES = ("connection refused", "timeout expired", "timed out",
+                       "could not translate host name", "failed to resolve host",
+                       "name or service not known", "temporary failure in name resolution",
+                       "no address associated with hostname", "no route to host",
+                       "network is unreachable", "host is unreachable", "connection reset",
+                       "server closed the connection unexpectedly", "could not connect to server",
+                       "no such file or directory")  # a Unix socket that is not there: no server
+_SERVER_SAID = re.compile(r"\b(FATAL|PANIC|ERROR):")
+
+
+def connection_is_temporary(reason: str) -> bool:
+    """Whether a failure to connect to a database server (its driver's message) may pass by
+    itself, so that trying again later can help."""
+    lowered = reason.lower()
+    if _SERVER_SAID.search(reason):
+        return any(phrase in lowered for phrase in _TEMPORARY_REFUSALS)
+    return any(phrase in lowered for phrase in _TEMPORARY_FAILURES + _TEMPORARY_REFUSALS)
+
+
+def _missing_driver(parsed, exc: BaseException) -> str | None:
+    """What to install when the URL's driver is missing; None for any other failure."""
+    if not isinstance(exc, ImportError):
+        return None
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() == "psycopg":
+        return ("the PostgreSQL driver psycopg is not installed: "
+                "pip install 'mood-poller[postgres]'")
+    return None
 
 
 def _sqlite_engine(parsed) -> Engine:
@@ -116,18 +175,109 @@ def alembic_config(engine: Engine):
     return cfg
 
 
+# ``init`` migrates under a lock, so inits started together (several machines
+# booting against one PostgreSQL database, two shells on one SQLite file) run one
+# after the other: the first migrates, the rest find the schema at the newest.
+MIGRATION_LOCK_KEY = 7_351_002  # PostgreSQL advisory lock key (7_351_001 guards the cursors)
+MIGRATION_LOCK_WAIT_S = 300.0  # then give up with StoreBusy (exit 75), to be tried again
+
+
 def upgrade(engine: Engine) -> tuple[str | None, str]:
-    """Bring the schema to the newest migration; returns (before, after) revisions."""
+    """Bring the schema to the newest migration; returns (before, after) revisions.
+
+    Holds the migration lock throughout: a PostgreSQL advisory lock, or on
+    SQLite an exclusive ``flock`` of ``<database>.init.lock`` beside the file.
+    A lock still held by another ``init`` after :data:`MIGRATION_LOCK_WAIT_S`
+    is :class:`errors.StoreBusy`.
+    """
     from alembic import command
 
-    before = current_revision(engine)
+    with _migration_lock(engine):
+        before = current_revision(engine)
+        try:
+            command.upgrade(alembic_config(engine), "head")
+        except errors.PollerError:
+            raise
+        except Exception as exc:
+            reason = _first_line(getattr(exc, "orig", None) or exc)
+            raise errors.StoreError(f"migration failed: {mask_text(reason)}") from exc
+        return before, current_revision(engine) or ""
+
+
+_LOCK_BUSY = "another `mood-poller init` is migrating this database; try again"
+
+
+@contextlib.contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    backend = engine.url.get_backend_name()
+    if backend == "postgresql":
+        with _advisory_lock(engine):
+            yield
+        return
+    path = _sqlite_path(engine.url) if backend == "sqlite" else None
+    if path is None:  # an in-memory database, or one only this process can see
+        yield
+        return
+    with _file_lock(Path(f"{path}.init.lock")):
+        yield
+
+
+@contextlib.contextmanager
+def _advisory_lock(engine: Engine) -> Iterator[None]:
+    """A session-level advisory lock, on a connection of its own for the whole upgrade."""
+    conn = engine.connect()
     try:
-        command.upgrade(alembic_config(engine), "head")
-    except errors.PollerError:
-        raise
-    except Exception as exc:
-        raise errors.StoreError(f"migration failed: {mask_text(str(exc))}") from exc
-    return before, current_revision(engine) or ""
+        try:
+            # SET LOCAL: the wait bound ends with this transaction; the lock outlives it.
+            wait_ms = max(1, int(MIGRATION_LOCK_WAIT_S * 1000))
+            conn.execute(sa.text(f"SET LOCAL lock_timeout = {wait_ms}"))
+            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+            conn.commit()
+        except sa.exc.OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) == "55P03":  # lock_not_available
+                raise errors.StoreBusy(_LOCK_BUSY) from None
+            raise
+        try:
+            yield
+        finally:
+            try:
+                conn.rollback()
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
+                conn.commit()
+            except sa.exc.DBAPIError:
+                conn.invalidate()  # closing the session releases its locks
+    finally:
+        conn.close()
+
+
+def _sqlite_path(url) -> str | None:
+    database = url.database or ""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return str(Path(database).expanduser())
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` of *path* (created mode 0600), waited for in short steps."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise errors.StoreError(f"cannot create the migration lock {path}: "
+                                f"{exc.strerror}") from None
+    try:
+        deadline = time.monotonic() + MIGRATION_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise errors.StoreBusy(_LOCK_BUSY) from None
+                time.sleep(0.05)
+        yield  # the lock goes with the descriptor
+    finally:
+        os.close(fd)
 
 
 def current_revision(engine: Engine) -> str | None:
