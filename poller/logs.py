@@ -19,9 +19,9 @@ import os
 
 FIELDS = ("action", "agent", "mood", "kind", "outcome", "reason", "code", "wake_id", "status",
           "pid", "tools", "duration_s", "prompt_tokens", "error", "ref")
-LOG_ENV = "MOOD_POLLER_LOG"  # "json" or "text", with ",verbose"
+LOG_ENV = "MOOD_POLLER_LOG"  # "json" or "text", with ",verbose" or ",quiet"
 
-_current = ("text", False)
+_current = ("text", False, False)
 
 
 def rfc3339(record: logging.LogRecord) -> str:
@@ -46,11 +46,18 @@ class TextFormatter(logging.Formatter):
         return rfc3339(record)
 
 
-def setup(json_lines: bool = False, verbose: bool = False) -> None:
-    """Configure every logger of the process: one handler on stderr, one format."""
+def setup(json_lines: bool = False, verbose: bool = False, quiet: bool = False) -> None:
+    """Configure every logger of the process: one handler on stderr, one format.
+
+    The level of the service's own loggers: *verbose* everything (repeated
+    decisions too), *quiet* warnings and errors only, else one line per
+    decision and per turn.
+    """
     global _current
-    _current = ("json" if json_lines else "text", verbose)
+    quiet = quiet and not verbose
+    _current = ("json" if json_lines else "text", verbose, quiet)
     formatter = "json" if json_lines else "text"
+    level = "DEBUG" if verbose else "WARNING" if quiet else "INFO"
     logging.config.dictConfig({
         "version": 1,
         "disable_existing_loggers": False,
@@ -62,18 +69,19 @@ def setup(json_lines: bool = False, verbose: bool = False) -> None:
                                 "formatter": formatter}},
         "root": {"handlers": ["stderr"], "level": "WARNING"},
         "loggers": {
-            "poller": {"level": "DEBUG" if verbose else "INFO"},
-            "wiki_rules": {"level": "DEBUG" if verbose else "INFO"},
+            "poller": {"level": level},
+            "wiki_rules": {"level": level},
         },
     })
 
 
 def spec() -> str:
     """This process's log choice, for the runner processes it starts."""
-    kind, verbose = _current
-    return f"{kind},verbose" if verbose else kind
+    kind, verbose, quiet = _current
+    return f"{kind},verbose" if verbose else f"{kind},quiet" if quiet else kind
 
 
 def setup_from_env() -> None:
     raw = os.environ.get(LOG_ENV, "text")
-    setup(json_lines=raw.startswith("json"), verbose=raw.endswith(",verbose"))
+    setup(json_lines=raw.startswith("json"), verbose=raw.endswith(",verbose"),
+          quiet=raw.endswith(",quiet"))

@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "get": ("settings_cmd", "Show resolved settings (or just KEY) and the slot each came from."),
     "tick": ("loop", "Run one cycle of the poller (for cron)."),
     "run": ("loop", "Run the poller until SIGTERM or SIGINT (for systemd)."),
-    "wakes": ("loop", "List recent wakes (``wakes show ID`` prints one in full)."),
+    "wakes": ("loop", "List recent wakes ('wakes show ID' prints one in full)."),
     "why": ("loop", "Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."),
     "status": ("loop", "Agents (idle / at work / held), turns in flight, holds and next due times."),
     "scram": ("loop", "Emergency stop: wake nothing anywhere and end running turns."),
@@ -57,13 +57,50 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# The commands whose log is their output (a line per decision and per turn);
+# every other command logs warnings and errors only unless -v is given.
+LOOP_COMMANDS = frozenset({"run", "tick"})
+
+
 def load_command(name: str, module: str) -> click.Command:
     """The command *name* from ``poller.cli.<module>``'s ``COMMANDS`` list."""
     mod = importlib.import_module(f"poller.cli.{module}")
     for command in mod.COMMANDS:
         if command.name == name:
-            return guard_text(command)
+            return with_logging(guard_text(command), loop=name in LOOP_COMMANDS)
     raise LookupError(f"poller.cli.{module} has no command {name!r}")
+
+
+def with_logging(command: click.Command, loop: bool = False) -> click.Command:
+    """Make *command* (and each of its subcommands) configure the process's logging
+    from the global flags (``--log-json``, ``-v``, ``-q``) and its own aliases of
+    them, just before it runs: after its options are parsed, so ``--help`` and a
+    usage error configure nothing."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            with_logging(sub)
+        if not command.invoke_without_command:
+            return command  # its callback runs before a subcommand's --help
+    callback = command.callback
+    if callback is None or getattr(callback, "_logs_configured", False):
+        return command
+
+    def configured(*args, **kwargs):
+        ctx = click.get_current_context()
+        app = ctx.find_object(App)
+        if app is not None:
+            app.setup_logging(json_lines=bool(ctx.params.get("log_json")),
+                              verbose=bool(ctx.params.get("verbose")),
+                              quiet=bool(ctx.meta.get(QUIET_META)), loop=loop)
+        return callback(*args, **kwargs)
+
+    configured._logs_configured = True
+    configured.__doc__ = callback.__doc__
+    command.callback = configured
+    return command
+
+
+QUIET_META = "poller.quiet"  # a command's own -q/--quiet, kept where with_logging finds it
 
 
 def guard_text(command: click.Command, recursive: bool = True) -> click.Command:
@@ -210,7 +247,8 @@ class App:
 
     last: App | None = None  # the newest, for naming its database in error messages
 
-    def __init__(self, db_url: str | None, config_path: str | None, now: str | None = None):
+    def __init__(self, db_url: str | None, config_path: str | None, now: str | None = None,
+                 *, log_json: bool = False, verbose: bool = False, quiet: bool = False):
         App.last = self
         self._db_url = db_url
         self._config_path = config_path
@@ -218,6 +256,28 @@ class App:
         self._config: Config | None = None
         self._engine = None
         self._store: Store | None = None
+        self.log_flags = (log_json, verbose, quiet)  # the global --log-json, -v, -q
+        self._logging: tuple[bool, bool, bool] | None = None  # as logging was configured
+
+    def setup_logging(self, *, json_lines: bool = False, verbose: bool = False,
+                      quiet: bool = False, loop: bool = False) -> None:
+        """Configure the process's logging (:func:`poller.logs.setup`) from the global
+        flags and a command's own aliases of them; again only if the choice changed.
+
+        *loop* commands (``run``, ``tick``) log a line per decision and per turn by
+        default; every other command logs warnings and errors only, unless -v.
+        """
+        json_lines = json_lines or self.log_flags[0]
+        verbose = verbose or self.log_flags[1]
+        quiet = quiet or self.log_flags[2]
+        if verbose and quiet:
+            raise click.UsageError("-v/--verbose and -q/--quiet exclude each other")
+        choice = (json_lines, verbose, quiet or not (loop or verbose))
+        if choice != self._logging:
+            from poller import logs
+
+            logs.setup(*choice)
+            self._logging = choice
 
     @property
     def clock(self):
@@ -283,11 +343,21 @@ pass_app = click.make_pass_decorator(App)
               help="TOML config file (env MOOD_POLLER_CONFIG).")
 @click.option("--now", "now", metavar="ISO8601", envvar="MOOD_POLLER_NOW",
               help="The clock every command reads (env MOOD_POLLER_NOW; default: the wall clock).")
+@click.option("--log-json", "log_json", is_flag=True,
+              help="Log lines as JSON (every command; run and tick log each decision and turn).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Log everything, repeated decisions too.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Log warnings and errors only (what every command but run and tick does "
+                   "by default).")
 @click.version_option(__version__, prog_name="mood-poller")
 @click.pass_context
-def cli(ctx: click.Context, db_url: str | None, config_path: str | None, now: str | None) -> None:
+def cli(ctx: click.Context, db_url: str | None, config_path: str | None, now: str | None,
+        log_json: bool, verbose: bool, quiet: bool) -> None:
     """Decides when an AI agent gets a turn in a Mood, and what it is told."""
-    app = App(db_url, config_path, now)
+    if verbose and quiet:
+        raise click.UsageError("-v/--verbose and -q/--quiet exclude each other")
+    app = App(db_url, config_path, now, log_json=log_json, verbose=verbose, quiet=quiet)
     ctx.obj = app
     ctx.call_on_close(app.close)
 

@@ -103,6 +103,44 @@ def now_option(f):
                              "then the wall clock).")(f)
 
 
+QUIET_META = "poller.quiet"  # as poller.cli.QUIET_META (not imported: that module imports this one)
+JSON_META = "poller.json"
+
+
+def _to_meta(key: str):
+    def keep(ctx: click.Context, _param, value):
+        ctx.meta[key] = bool(value)
+        return value
+
+    return keep
+
+
+def quiet_option(f):
+    """``-q/--quiet`` on a command: the global ``-q`` (warnings and errors only), given here."""
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False,
+                        callback=_to_meta(QUIET_META),
+                        help="Log warnings and errors only (as the global -q).")(f)
+
+
+def quiet_given() -> bool:
+    return bool(click.get_current_context().meta.get(QUIET_META))
+
+
+def json_option(f):
+    """``--json``: print JSON (the command's parameter ``as_json``)."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(f)
+
+
+def json_meta_option(help: str = "Print JSON."):
+    """``--json`` for a command whose signature is fixed: read it with :func:`json_given`."""
+    return click.option("--json", "as_json", is_flag=True, expose_value=False,
+                        callback=_to_meta(JSON_META), help=help)
+
+
+def json_given() -> bool:
+    return bool(click.get_current_context().meta.get(JSON_META))
+
+
 def when(app, raw: str | None, what: str = "--at"):
     """An ISO 8601 option value, or the app's clock when it is absent."""
     return text.parse_time(raw, what) if raw else app.now()

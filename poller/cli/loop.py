@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from poller import errors, logs, secure
+from poller import errors, secure
 from poller.cli import App, common, pass_app
 
 
@@ -23,13 +23,18 @@ def _poller(app: App, detach: bool):
 @common.now_option
 @click.option("--wait", is_flag=True, help="Return only after the turns it started have settled.")
 @click.option("--dry-run", is_flag=True, help="Print the wakes it would send; change nothing.")
-@click.option("--log-json", is_flag=True, help="Log lines as JSON.")
-@click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too.")
+@click.option("--log-json", is_flag=True, help="Log lines as JSON (as the global --log-json).")
+@click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too (as the global -v).")
+@common.quiet_option
+@common.json_meta_option("Print a report of the cycle as JSON: the wakes with their ids, the "
+                         "decisions, the posts read, whether the emergency stop held it, what "
+                         "was abandoned or set aside.")
 @pass_app
 def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> None:
     """Run one cycle of the poller (for cron)."""
     secure.undumpable()  # agents may not read this process's secrets
-    logs.setup(log_json, verbose)
+    app.setup_logging(json_lines=log_json, verbose=verbose, quiet=common.quiet_given(), loop=True)
+    as_json = common.json_given()
     at = app.now()
     poller = _poller(app, detach=not wait)
     import sqlalchemy as sa
@@ -54,6 +59,11 @@ def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> 
                                 f"{first}") from exc
     finally:
         poller.release()
+    if as_json:
+        if report.started and (wait or not poller.launcher.detaches):
+            poller.wait()
+        common.echo_json(tick_report(report, dry_run))
+        return
     if not report.started:
         click.echo(f"another poller holds the lock ({report.holder}); nothing done")
         return
@@ -72,17 +82,39 @@ def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> 
         click.echo(f"dry run: {len(report.wakes)} wake(s), nothing changed")
 
 
+def tick_report(report, dry_run: bool) -> dict:
+    """``tick --json``: what one cycle did."""
+    return {
+        "started": report.started,
+        "holder": report.holder or None,  # the poller holding the lock when not started
+        "dry_run": dry_run,
+        "scram": report.scram,
+        "posts_read": report.posts_read,
+        "signins_read": report.signins_read,
+        "due": report.due,
+        "recovered": report.recovered,
+        "abandoned": report.abandoned,
+        "quarantined": report.quarantined,
+        "wakes": [{"id": w.wake_id, "agent": w.agent, "mood": w.mood, "kind": w.kind,
+                   "tools": w.tools, "answers": list(w.answers),
+                   **({"text": w.text} if dry_run else {})} for w in report.wakes],
+        "decisions": [{"agent": agent, "mood": mood, "kind": kind, "code": code}
+                      for agent, mood, kind, code in report.decisions],
+    }
+
+
 @click.command()
 @click.option("--interval", type=common.SECONDS, default=None, metavar="SECONDS",
               help="Seconds between cycles (default: poller.interval, 1 s).")
-@click.option("--log-json", is_flag=True, help="Log lines as JSON.")
-@click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too.")
+@click.option("--log-json", is_flag=True, help="Log lines as JSON (as the global --log-json).")
+@click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too (as the global -v).")
+@common.quiet_option
 @common.now_option
 @pass_app
 def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None:
     """Run the poller until SIGTERM or SIGINT (for systemd)."""
     secure.undumpable()  # agents may not read this process's secrets
-    logs.setup(log_json, verbose)
+    app.setup_logging(json_lines=log_json, verbose=verbose, quiet=common.quiet_given(), loop=True)
     interval = app.config.poller.interval if interval is None else interval
     if interval <= 0:
         raise errors.UserError("--interval must be positive")
@@ -111,7 +143,7 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None
 @click.pass_context
 def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | None, limit: int,
           as_json: bool) -> None:
-    """List recent wakes (``wakes show ID`` prints one in full)."""
+    """List recent wakes ('wakes show ID' prints one in full)."""
     if ctx.invoked_subcommand is not None:
         return
     from poller import observe as insight
