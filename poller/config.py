@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tomllib
 import types
 import typing
@@ -63,8 +64,10 @@ class WikiConfig:
 class WakeConfig:
     """What every wake carries and how big it may get."""
 
-    etiquette_url: str = "https://wiki.example.org/wiki/Cryptograss:Moods/Etiquette"
-    todo_pattern: str = "https://wiki.example.org/wiki/Cryptograss:Moods/{slug}/todo"
+    # The footer's links.  Empty: derived from the wiki (its index.php, pages
+    # beside the dials page) when wiki.site is set; else the line is left out.
+    etiquette_url: str = ""
+    todo_pattern: str = ""  # must contain {slug}
     prompt_cap_chars: int = 100_000  # hard cap on the whole wake
     post_cap_tokens: int = 2_000  # one post in the catch-up is clipped past this
     summary_tokens: int = 300  # budget of the digest of older posts
@@ -88,7 +91,7 @@ class PollerConfig:
     interval: float = 1.0  # seconds between cycles of `run`
     bot_chain_cap: int = 3  # agent-to-agent mentions without a person in between
     look_timeout: float = 900.0  # seconds before a look-only turn is killed
-    full_timeout: float = 0.0  # seconds for full-tool turns; 0 = no limit
+    full_timeout: float = HOUR_S  # seconds for full-tool turns; 0 = no limit
     shutdown_grace: float = 10.0  # seconds running turns get on SIGTERM
     hold_renew: float = 300.0  # a hold is re-announced after this long
     person_recent: float = 12 * HOUR_S  # quiet looks need a person this recent
@@ -96,7 +99,9 @@ class PollerConfig:
     arrival_window: float = 1800.0  # sign-ins older than this are not arrivals
     lease: float = 30.0  # SQLite single-poller lease, renewed each cycle
     turn_stale: float = 60.0  # a turn on another machine with no heartbeat this long is closed
-    agent_env: str = ""  # comma-separated variables passed to agents beyond PATH, HOME, LANG...
+    # Variables passed to agents beyond PATH, HOME, LANG...: in the file a list of
+    # names or one comma-separated string; held here as the comma-separated string.
+    agent_env: str = ""
     launch: str = "process"  # process: a runner process per turn; thread: turns run in the poller
 
 
@@ -109,6 +114,12 @@ class Config:
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     poller: PollerConfig = field(default_factory=PollerConfig)
     source: str = ""  # path of the file it was read from, if any
+    # Where each value came from, by "section.key" ("database.url",
+    # "wiki.timeout"...): "default", "file", "--db", the environment variable's
+    # name, or "wiki.site" for footer links derived from the wiki.
+    sources: typing.Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # The secrets written in the file itself ("wiki.bot_password", "database.url"...).
+    file_secrets: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def masked(self) -> dict:
         """Resolved values as a dict, secrets replaced by '***' when set."""
@@ -134,58 +145,230 @@ SECTIONS = {
     "poller": PollerConfig,
 }
 
+# Every value config.load reads: its place in the file ("section.key"), and the
+# environment variable that overrides it, if one does.
+ENV_OVERRIDES = {
+    "database.url": ENV_DB,
+    "wiki.bot_password": ENV_WIKI_PASSWORD,
+    "summarizer.api_key": ENV_SUMMARIZER_KEY,
+    "poller.launch": ENV_LAUNCH,
+}
+SUMMARIZER_KINDS = ("extractive", "llm", "none")
+WIKI_SCHEMES = ("http", "https")
 
-def _coerce(section: str, cls, raw: dict):
+
+@dataclass(frozen=True)
+class Rule:
+    """What one option may hold: its type and, where it means something, a range,
+    a choice of words or a shape."""
+
+    type: type
+    min: float | None = None  # the least value allowed
+    above: float | None = None  # values must be greater than this
+    max: float | None = None
+    choices: tuple[str, ...] = ()
+    shape: str = ""  # "url" (empty or http/https), "host", "path", "pattern", "names", "text"
+    unit: str = ""  # said after a number in messages: "seconds", "characters"...
+    secret: bool = False  # never echoed in an error
+
+
+def _seconds(*, min: float | None = None, above: float | None = None) -> Rule:
+    return Rule(float, min=min, above=above, max=MAX_SECONDS, unit="seconds")
+
+
+def _count(least: int, unit: str = "") -> Rule:
+    return Rule(int, min=least, max=MAX_INT, unit=unit)
+
+
+RULES: dict[str, Rule] = {
+    "database.url": Rule(str, shape="database", secret=True),
+    "tokenizer.encoding": Rule(str, shape="text"),
+    "wiki.site": Rule(str, shape="host"),
+    "wiki.scheme": Rule(str, choices=WIKI_SCHEMES),
+    "wiki.path": Rule(str, shape="path"),
+    "wiki.title": Rule(str, shape="text"),
+    "wiki.ttl": _seconds(min=0),
+    "wiki.timeout": _seconds(above=0),
+    "wiki.bot_user": Rule(str),
+    "wiki.bot_password": Rule(str, secret=True),
+    "wiki.max_chars": _count(1, "characters"),
+    "wake.etiquette_url": Rule(str, shape="url"),
+    "wake.todo_pattern": Rule(str, shape="pattern"),
+    "wake.prompt_cap_chars": _count(2_000, "characters"),
+    "wake.post_cap_tokens": _count(1, "tokens"),
+    "wake.summary_tokens": _count(0, "tokens"),
+    "summarizer.kind": Rule(str, choices=SUMMARIZER_KINDS),
+    "summarizer.url": Rule(str, shape="url"),
+    "summarizer.model": Rule(str),
+    "summarizer.api_key": Rule(str, secret=True),
+    "summarizer.timeout": _seconds(above=0),
+    "poller.interval": _seconds(above=0),
+    "poller.bot_chain_cap": _count(0),
+    "poller.look_timeout": _seconds(above=0),
+    "poller.full_timeout": _seconds(min=0),
+    "poller.shutdown_grace": _seconds(min=0),
+    "poller.hold_renew": _seconds(above=0),
+    "poller.person_recent": _seconds(min=0),
+    "poller.greet_window": _seconds(min=0),
+    "poller.arrival_window": _seconds(min=0),
+    "poller.lease": _seconds(above=0),
+    "poller.turn_stale": _seconds(above=0),
+    "poller.agent_env": Rule(str, shape="names"),
+    "poller.launch": Rule(str, choices=LAUNCHERS),
+}
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:[0-9]{1,5})?")
+_DB_URL = re.compile(r"[A-Za-z][A-Za-z0-9+._-]*://")
+
+
+def _shown(name: str, value, rule: Rule) -> str:
+    """*value* as an error may show it: never a secret, a URL's credentials masked."""
+    if not isinstance(value, str) and rule.secret:
+        return f"a value of type {type(value).__name__} (not shown: it may be a secret)"
+    if rule.secret and not (name == "database.url" and "://" in value):
+        return "a value not shown (it may be a secret)"
+    if isinstance(value, str) and (rule.secret or "://" in value):
+        from poller.secure import mask_url
+
+        return repr(mask_url(value))
+    return repr(value)
+
+
+def _type_name(t: type) -> str:
+    return t.__name__
+
+
+def check_value(name: str, value, where: str = ""):
+    """*value* of the option *name* ("section.key") as the config holds it, or
+    ConfigError naming what is wrong (and, for a value from the environment, where
+    it came from: *where*)."""
+    rule = RULES[name]
+    label = f"{name} (from {where})" if where else name
+    if name == "poller.agent_env" and isinstance(value, list):
+        if not all(isinstance(item, str) for item in value):
+            raise errors.ConfigError(f"config: {label} must be a list of variable names, got "
+                                     f"{value!r}")
+        value = ",".join(item.strip() for item in value)
+    if rule.type is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, rule.type) or (rule.type is not bool and isinstance(value, bool)):
+        want = _type_name(rule.type) + (" or a list of names" if rule.shape == "names" else "")
+        raise errors.ConfigError(f"config: {label} must be {want}, got {_shown(name, value, rule)}")
+    if rule.type in (int, float):
+        _check_number(label, value, rule)
+    if rule.choices and value not in rule.choices:
+        words = ", ".join(rule.choices[:-1]) + f" or {rule.choices[-1]}"
+        raise errors.ConfigError(f"config: {label} must be {words}, got {_shown(name, value, rule)}")
+    if isinstance(value, str):
+        problem = _shape_problem(value, rule)
+        if problem:
+            raise errors.ConfigError(f"config: {label} {problem}, got {_shown(name, value, rule)}")
+    return value
+
+
+def _check_number(label: str, value, rule: Rule) -> None:
+    unit = f" ({rule.unit})" if rule.unit else ""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise errors.ConfigError(f"config: {label} must be a finite number, got {value!r}")
+    if rule.above is not None and not value > rule.above:
+        raise errors.ConfigError(f"config: {label} must be above {rule.above:g}{unit}, got {value!r}")
+    if rule.min is not None and value < rule.min:
+        if rule.min == 0:
+            raise errors.ConfigError(f"config: {label} must not be negative, got {value!r}")
+        raise errors.ConfigError(f"config: {label} must be at least {rule.min:g}{unit}, "
+                                 f"got {value!r}")
+    if rule.max is not None and value > rule.max:
+        top = f"{rule.max:,.0f}" if rule.type is float else str(int(rule.max))
+        raise errors.ConfigError(f"config: {label} must be at most {top}{unit}, got {value!r}")
+
+
+def _shape_problem(value: str, rule: Rule) -> str:
+    """Why *value* does not have the rule's shape, or ""."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in value):
+        return "must hold no control characters"
+    shape = rule.shape
+    if shape == "text" and not value.strip():
+        return "must not be empty"
+    if shape == "database":
+        if not _DB_URL.match(value):
+            return "must be a database URL (e.g. sqlite:////var/lib/mood-poller/moods.db)"
+    elif shape == "host" and value:
+        if "://" in value or "/" in value:
+            return "must be a host name (e.g. wiki.example.org), not a URL"
+        if not _HOST.fullmatch(value):
+            return "must be a host name (e.g. wiki.example.org)"
+    elif shape == "path" and not (value.startswith("/") and value.endswith("/")):
+        return "must be the directory holding api.php, starting and ending with / (e.g. /w/)"
+    elif shape == "url" and value:
+        return _url_problem(value)
+    elif shape == "pattern" and value:
+        if "{slug}" not in value:
+            return "must contain {slug}"
+        try:
+            filled = value.format(slug="slug")
+        except (KeyError, IndexError, ValueError):
+            return "may hold no placeholder but {slug} (write {{ and }} for braces)"
+        return _url_problem(filled)
+    elif shape == "names":
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        bad = [n for n in names if not _ENV_NAME.fullmatch(n)]
+        if bad:
+            return f"must name environment variables ({bad[0]!r} is not a variable name)"
+    return ""
+
+
+def _url_problem(value: str) -> str:
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018  (raises ValueError for a bad port)
+    except ValueError:
+        return "must be an http:// or https:// URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
+        return "must be an http:// or https:// URL"
+    return ""
+
+
+def _coerce(section: str, cls, raw: dict, sources: dict, file_secrets: list):
     if not isinstance(raw, dict):
         raise errors.ConfigError(f"config: [{section}] must be a table")
-    hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     values = {}
     for key, value in raw.items():
         if key not in known:
             raise errors.ConfigError(f"config: unknown option {section}.{key}")
-        want = hints[key]
-        if isinstance(want, types.UnionType):
-            want = typing.get_args(want)[0]
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            shown = ("a value (not shown: it is a secret)" if key in SECRET_FIELDS
-                     else f"{value!r}")
-            raise errors.ConfigError(
-                f"config: {section}.{key} must be {want.__name__}, got {shown}"
-            )
-        if want is float and not math.isfinite(value):
-            raise errors.ConfigError(f"config: {section}.{key} must be a finite number, got {value!r}")
-        if want in (int, float) and value < 0:
-            raise errors.ConfigError(f"config: {section}.{key} must not be negative")
-        if want is float and value > MAX_SECONDS:
-            raise errors.ConfigError(
-                f"config: {section}.{key} must be at most {MAX_SECONDS:,.0f} (seconds), got {value!r}")
-        if want is int and value > MAX_INT:
-            raise errors.ConfigError(f"config: {section}.{key} must be at most {MAX_INT}, got {value!r}")
-        values[key] = value
+        name = f"{section}.{key}"
+        values[key] = check_value(name, value)
+        sources[name] = "file"
+        if key in SECRET_FIELDS and values[key]:
+            file_secrets.append(name)
     return cls(**values)
 
 
 def _validate(cfg: Config) -> None:
-    if cfg.summarizer.kind not in ("extractive", "llm", "none"):
-        raise errors.ConfigError(
-            f"config: summarizer.kind must be extractive, llm or none, got {cfg.summarizer.kind!r}"
-        )
+    """What needs two values at once (each value alone was checked as it was read)."""
     if cfg.summarizer.kind == "llm" and not (cfg.summarizer.url and cfg.summarizer.model):
         raise errors.ConfigError("config: summarizer.kind = 'llm' needs summarizer.url and summarizer.model")
-    if cfg.wiki.scheme not in ("http", "https"):
-        raise errors.ConfigError(f"config: wiki.scheme must be http or https, got {cfg.wiki.scheme!r}")
-    if "{slug}" not in cfg.wake.todo_pattern:
-        raise errors.ConfigError("config: wake.todo_pattern must contain {slug}")
-    if cfg.wake.prompt_cap_chars < 2_000:
-        raise errors.ConfigError("config: wake.prompt_cap_chars must be at least 2000")
-    if cfg.poller.interval <= 0:
-        raise errors.ConfigError("config: poller.interval must be positive")
-    if cfg.poller.launch not in LAUNCHERS:
-        raise errors.ConfigError(
-            f"config: poller.launch must be {' or '.join(LAUNCHERS)}, got {cfg.poller.launch!r}")
+
+
+def derived_links(wiki: WikiConfig) -> dict[str, str]:
+    """The footer's links on the configured wiki: pages beside the dials page
+    (``Cryptograss:Moods/Dials`` -> ``Cryptograss:Moods/Etiquette`` and
+    ``Cryptograss:Moods/{slug}/todo``), through its ``index.php``, which every
+    MediaWiki serves whatever its short-URL set-up.  None without a wiki."""
+    if not wiki.site:
+        return {}
+    import urllib.parse
+
+    base = wiki.title.rpartition("/")[0] or wiki.title
+
+    def page(title: str) -> str:
+        quoted = urllib.parse.quote(title.replace(" ", "_"), safe=":/{}")
+        return f"{wiki.scheme}://{wiki.site}{wiki.path}index.php?title={quoted}"
+
+    return {"etiquette_url": page(f"{base}/Etiquette"), "todo_pattern": page(f"{base}/{{slug}}/todo")}
 
 
 def load(path: str | os.PathLike | None = None, db_url: str | None = None,
@@ -206,32 +389,80 @@ def load(path: str | os.PathLike | None = None, db_url: str | None = None,
             raise errors.ConfigError(
                 f"config: {path} is not UTF-8 text (byte {exc.start} is not valid UTF-8)") from exc
     kwargs: dict = {}
+    sources: dict[str, str] = {}
+    file_secrets: list[str] = []
     for key, value in raw.items():
         if key in SECTIONS:
-            kwargs[key] = _coerce(key, SECTIONS[key], value)
+            kwargs[key] = _coerce(key, SECTIONS[key], value, sources, file_secrets)
         elif key == "database":
             if not isinstance(value, dict) or set(value) - {"url"}:
                 raise errors.ConfigError("config: [database] takes only url")
             if "url" in value:
-                kwargs["db_url"] = str(value["url"])
+                kwargs["db_url"] = check_value("database.url", value["url"])
+                sources["database.url"] = "file"
+                if _holds_credentials(kwargs["db_url"]):
+                    file_secrets.append("database.url")
         elif key == "tokenizer":
             if not isinstance(value, dict) or set(value) - {"encoding"}:
                 raise errors.ConfigError("config: [tokenizer] takes only encoding")
             if "encoding" in value:
-                kwargs["encoding"] = str(value["encoding"])
+                kwargs["encoding"] = check_value("tokenizer.encoding", value["encoding"])
+                sources["tokenizer.encoding"] = "file"
         else:
             raise errors.ConfigError(f"config: unknown section [{key}]")
     cfg = Config(**kwargs, source=str(path or ""))
-    secrets = {}
-    if env.get(ENV_WIKI_PASSWORD):
-        secrets["wiki"] = dataclasses.replace(cfg.wiki, bot_password=env[ENV_WIKI_PASSWORD])
-    if env.get(ENV_SUMMARIZER_KEY):
-        secrets["summarizer"] = dataclasses.replace(cfg.summarizer, api_key=env[ENV_SUMMARIZER_KEY])
-    if env.get(ENV_LAUNCH):
-        secrets["poller"] = dataclasses.replace(cfg.poller, launch=env[ENV_LAUNCH])
-    url = db_url or env.get(ENV_DB) or None
-    if url:
-        secrets["db_url"] = url
-    cfg = dataclasses.replace(cfg, **secrets)
+    overrides: dict = {}
+    for name, var in ENV_OVERRIDES.items():
+        if not env.get(var):
+            continue
+        section, _, key = name.partition(".")
+        value = check_value(name, env[var], var)
+        sources[name] = var
+        if name == "database.url":
+            overrides["db_url"] = value
+        else:
+            current = overrides.get(section, getattr(cfg, section))
+            overrides[section] = dataclasses.replace(current, **{key: value})
+    if db_url:
+        overrides["db_url"] = check_value("database.url", db_url, "--db")
+        sources["database.url"] = "--db"
+    cfg = dataclasses.replace(cfg, **overrides)
+    links = {k: v for k, v in derived_links(cfg.wiki).items() if f"wake.{k}" not in sources}
+    if links:
+        cfg = dataclasses.replace(cfg, wake=dataclasses.replace(cfg.wake, **links))
+        sources.update({f"wake.{k}": "wiki.site" for k in links})
+    for name in RULES:
+        sources.setdefault(name, "default")
+    cfg = dataclasses.replace(cfg, sources=types.MappingProxyType(sources),
+                              file_secrets=tuple(file_secrets))
     _validate(cfg)
     return cfg
+
+
+def _holds_credentials(url: str) -> bool:
+    from poller.secure import mask_url
+
+    return mask_url(url) != url
+
+
+def warnings(cfg: Config) -> list[str]:
+    """What is risky, though not wrong, about how the config holds its secrets:
+    a file holding one that every user may read, a secret written in the file
+    rather than given in the environment.  No warning shows a secret."""
+    out = []
+    if not cfg.source or not cfg.file_secrets:
+        return out
+    names = ", ".join(cfg.file_secrets)
+    try:
+        mode = os.stat(cfg.source).st_mode
+    except OSError:
+        mode = 0
+    if mode & 0o004:
+        out.append(f"{cfg.source} holds a secret ({names}) and every user may read it "
+                   f"(mode {mode & 0o777:o}): chmod o-r {cfg.source}")
+    for name in cfg.file_secrets:
+        what = "a password" if name == "database.url" else "a secret"
+        out.append(f"{name} in {cfg.source} holds {what}: set {ENV_OVERRIDES[name]} in the "
+                   f"environment instead (a file of KEY=value lines, mode 600, that the "
+                   f"service reads)")
+    return out
