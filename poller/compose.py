@@ -325,7 +325,7 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "new_count": _new_count(request),
         "tools": request.tools,
         "todo_url": lines.one_line(config.todo_pattern.format(
-            slug=urllib.parse.quote(request.mood, safe="")), 1_000),
+            slug=urllib.parse.quote(request.mood, safe="")), 1_000) if config.todo_pattern else "",
         "etiquette_url": lines.one_line(config.etiquette_url, 1_000),
     }
 
@@ -424,7 +424,7 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "ask": "«the discretion dial's wording for this Mood's level»",
         "verbosity_line": "«the verbosity dial's wording; only when the dial is not normal»",
         "tools": tools,
-        "todo_url": config.todo_pattern.format(slug="«slug»"),
+        "todo_url": config.todo_pattern.format(slug="«slug»") if config.todo_pattern else "",
         "etiquette_url": config.etiquette_url,
         "summary": "«digest of older posts, or [N earlier posts not shown]»",
         "recent_shown": 1, "new_count": 1,
