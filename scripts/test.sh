@@ -2,12 +2,14 @@
 # Set up everything the test suite needs on a fresh Debian machine, then run it.
 #   - Debian packages: PostgreSQL (the store's tests start a throwaway server)
 #     and MediaWiki with PHP's SQLite driver (the dials tests start a real wiki).
+#   - systemd (systemd-analyze, systemd-sysusers, systemd-tmpfiles) and logrotate:
+#     the operator's kit is checked with them; no running systemd is needed.
 #   - Python packages: this project with its test extras, editable.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -k wiki`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi php8.2-cli micro-httpd)
+DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi php8.2-cli micro-httpd systemd logrotate)
 missing=()
 for deb in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")
