@@ -38,6 +38,7 @@ def _int_range(name: str, lo: int, hi: int, unit: str = "") -> Callable[[str], i
             raise errors.InvalidSetting(f"{name} must be between {lo} and {hi}, got {value}")
         return value
 
+    parse.range = f"{lo}-{hi}" + (" seconds" if unit == "s" else "")  # for `set --help`
     return parse
 
 
@@ -48,6 +49,7 @@ def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
             raise errors.InvalidSetting(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
         return value
 
+    parse.range = " | ".join(choices)  # for `set --help`
     return parse
 
 

@@ -9,6 +9,7 @@ import click
 
 from poller import errors, secure
 from poller.cli import App, common, pass_app
+from poller.kinds import WakeKind, WakeStatus, names
 
 
 def _poller(app: App, detach: bool):
@@ -136,20 +137,28 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None
 @click.group(invoke_without_command=True)
 @click.option("--mood", metavar="SLUG", help="Only this Mood.")
 @click.option("--agent", metavar="HANDLE", help="Only this agent.")
-@click.option("--kind", type=click.Choice(["mention", "consider", "quiet", "arrival"]),
-              help="Only this kind.")
+@click.option("--kind", type=click.Choice(names(WakeKind)), help="Only this kind.")
+@click.option("--status", type=click.Choice(names(WakeStatus)), help="Only wakes in this state.")
+@click.option("--since", metavar="ISO8601", help="Only wakes recorded at or after this time.")
 @click.option("--limit", type=common.WHOLE, default=50, show_default=True, help="How many, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | None, limit: int,
-          as_json: bool) -> None:
+def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | None,
+          status: str | None, since: str | None, limit: int, as_json: bool) -> None:
     """List recent wakes ('wakes show ID' prints one in full)."""
     if ctx.invoked_subcommand is not None:
         return
     from poller import observe as insight
+    from poller.store import ops
+    from poller.text import parse_time
 
     app: App = ctx.obj
-    rows = insight.wakes(app.store, mood=mood, agent=agent, kind=kind, limit=limit)
+    since_at = parse_time(since, "--since") if since else None
+    mood_id = app.store.mood(mood).id if mood else None
+    agent_id = app.store.agent(agent).id if agent else None
+    with app.store.reading() as s:
+        records = ops.wakes(s, mood_id, agent_id, kind, limit, status=status, since=since_at)
+    rows = [insight._wake_json(w) for w in records]
     if as_json:
         common.echo_json(rows)
         return
@@ -178,14 +187,23 @@ def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--mood", "slug", required=True, metavar="SLUG")
-@click.option("--agent", "handle", required=True, metavar="HANDLE")
+@click.argument("handle_arg", metavar="[HANDLE SLUG]", required=False)
+@click.argument("slug_arg", metavar="", required=False)
+@click.option("--agent", "handle", metavar="HANDLE", help="The agent (or give HANDLE).")
+@click.option("--mood", "slug", metavar="SLUG", help="The Mood (or give SLUG).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @common.now_option
 @pass_app
-def why(app: App, slug: str, handle: str, as_json: bool) -> None:
-    """Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."""
+def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | None,
+        slug: str | None, as_json: bool) -> None:
+    """Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind.
+
+    Name them as HANDLE SLUG or as --agent HANDLE --mood SLUG.
+    """
     from poller import observe as insight
+
+    handle = _one_of(handle_arg, handle, "HANDLE", "--agent")
+    slug = _one_of(slug_arg, slug, "SLUG", "--mood")
 
     answer = insight.why(app.store, slug, handle, app.now())
     if as_json:
@@ -228,6 +246,16 @@ def why(app: App, slug: str, handle: str, as_json: bool) -> None:
                else "timers: none set")
 
 
+def _one_of(positional: str | None, option: str | None, name: str, flag: str) -> str:
+    """The value given as *name* or as *flag*; a usage error (exit 2) for neither or both."""
+    if positional is not None and option is not None and positional != option:
+        raise click.UsageError(f"{name} and {flag} name different values: give one of them")
+    value = positional if positional is not None else option
+    if value is None:
+        raise click.UsageError(f"missing {name} (or {flag} {name})")
+    return value
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @common.now_option
@@ -260,18 +288,26 @@ def status(app: App, as_json: bool) -> None:
 @click.command()
 @click.option("--lift", is_flag=True, help="Lift the emergency stop.")
 @click.option("--by", metavar="HANDLE", help="Who is setting or lifting it.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: whether the stop is set, lifted, and how many turns it ended.")
 @common.now_option
 @pass_app
-def scram(app: App, lift: bool, by: str | None) -> None:
+def scram(app: App, lift: bool, by: str | None, as_json: bool) -> None:
     """Emergency stop: wake nothing anywhere and end running turns."""
     from poller import observe as insight
 
     if lift:
         lifted = insight.lift_scram(app.store, app.now())
+        if as_json:
+            common.echo_json({"scram": False, "lifted": lifted, "turns_ended": 0})
+            return
         click.echo("emergency stop lifted; what was owed is still owed" if lifted
                    else "no emergency stop was set")
         return
     ended = insight.set_scram(app.store, by, app.now())
+    if as_json:
+        common.echo_json({"scram": True, "lifted": False, "turns_ended": ended})
+        return
     click.echo(f"emergency stop set; {ended} running turn(s) ended")
 
 

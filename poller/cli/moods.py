@@ -15,11 +15,15 @@ def mood() -> None:
 @mood.command("add")
 @click.argument("slug")
 @click.option("--title", default="", help="A human title (default: the slug).")
+@common.json_option
 @common.now_option
 @pass_app
-def mood_add(app: App, slug: str, title: str) -> None:
+def mood_add(app: App, slug: str, title: str, as_json: bool) -> None:
     """Create the Mood SLUG."""
     m = app.store.add_mood(slug, title, app.now())
+    if as_json:
+        common.echo_json(m.to_json())
+        return
     click.echo(f"added Mood {m.slug}")
 
 
@@ -39,10 +43,14 @@ def mood_list(app: App, as_json: bool) -> None:
 @mood.command("archive")
 @click.argument("slug")
 @click.option("--undo", is_flag=True, help="Bring an archived Mood back.")
+@common.json_option
 @pass_app
-def mood_archive(app: App, slug: str, undo: bool) -> None:
+def mood_archive(app: App, slug: str, undo: bool, as_json: bool) -> None:
     """Archive the Mood SLUG: no unprompted looks there any more."""
-    app.store.archive_mood(slug, archived=not undo)
+    m = app.store.archive_mood(slug, archived=not undo)
+    if as_json:
+        common.echo_json(m.to_json())
+        return
     click.echo(f"{'unarchived' if undo else 'archived'} Mood {slug}")
 
 

@@ -21,11 +21,15 @@ def person() -> None:
 @click.option("--trust", type=click.Choice(["full", "look", "none"]), default="look",
               show_default=True, help="full: may wake full-tool turns; look: look-only; "
               "none: a mention is just text.")
+@click.option("--json", "as_json", is_flag=True, help="Print the new person as JSON.")
 @common.now_option
 @pass_app
-def person_add(app: App, handle: str, trust: str) -> None:
+def person_add(app: App, handle: str, trust: str, as_json: bool) -> None:
     """Add the person HANDLE."""
     p = app.store.add_person(handle, trust, app.now())
+    if as_json:
+        common.echo_json(p.to_json())
+        return
     click.echo(f"added person {p.handle} (trust {p.trust})")
 
 
@@ -118,13 +122,15 @@ LITERAL_SECRET_HELP = ("Store a header value that looks like a credential as it 
               help="--command, --claude-code: run the agent as this Unix user, so it can read "
                    "neither the poller's files nor its processes (the poller needs root or "
                    "CAP_SETUID and CAP_SETGID).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the new agent as JSON (header names only, never their values).")
 @common.now_option
 @pass_app
 def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
               session_dir: str | None, model: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
               allow_literal_secret: bool, timeout: float | None, workdir: str | None,
-              run_as: str | None) -> None:
+              run_as: str | None, as_json: bool) -> None:
     """Add the agent HANDLE and how it is woken: --command, --claude-code or --url."""
     waker, options = waker_options(command=command, claude_code=claude_code,
                                    session_dir=session_dir, model=model,
@@ -135,6 +141,9 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
         options = {**options, "run_as": run_as}
     a = app.store.add_agent(handle, app.now(), waker=waker, command=command, url=url,
                             timeout=timeout, workdir=workdir, options=options)
+    if as_json:
+        common.echo_json(_masked(a.to_json()))
+        return
     click.echo(f"added agent {a.handle} ({a.waker})"
                + (f", run as {a.options['run_as']}" if a.options.get("run_as") else ""))
 

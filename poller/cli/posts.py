@@ -16,10 +16,11 @@ from poller.cli import App, common, pass_app
 @click.option("--as", "sender", required=True, metavar="HANDLE", help="Who is posting.")
 @click.option("--at", "at", metavar="ISO8601", help="When it was posted (default: now).")
 @click.option("--reply-to", type=common.WHOLE, metavar="POST_ID", help="The post this answers.")
+@click.option("--json", "as_json", is_flag=True, help="Print the new post as JSON (its id and more).")
 @common.now_option
 @pass_app
 def post(app: App, slug: str, text: str, sender: str, at: str | None,
-         reply_to: int | None) -> None:
+         reply_to: int | None, as_json: bool) -> None:
     """Post TEXT to the Mood SLUG (TEXT '-' reads stdin). Prints the new post's id."""
     if text == "-":
         try:
@@ -27,7 +28,10 @@ def post(app: App, slug: str, text: str, sender: str, at: str | None,
         except UnicodeDecodeError as exc:
             raise errors.UserError(f"stdin is not valid UTF-8 (byte {exc.start})") from None
     p = app.store.add_post(slug, sender, text, common.when(app, at), reply_to=reply_to)
-    click.echo(p.id)
+    if as_json:
+        common.echo_json(p.to_json())
+    else:
+        click.echo(p.id)
     if not app.store.poller_has_run():
         click.echo("mood-poller: note: the poller has not run its first cycle on this store; "
                    "posts from before it are history and never answered: run `mood-poller tick` "
@@ -61,11 +65,19 @@ def posts(app: App, slug: str, limit: int, as_json: bool) -> None:
               help="How they signed in.")
 @click.option("--label", default="", help="A label for the session (e.g. a device).")
 @click.option("--at", "at", metavar="ISO8601", help="When (default: now).")
+@click.option("--json", "as_json", is_flag=True, help="Print the new sign-in as JSON.")
 @common.now_option
 @pass_app
-def signin(app: App, handle: str, slug: str, tier: str, label: str, at: str | None) -> None:
+def signin(app: App, handle: str, slug: str, tier: str, label: str, at: str | None,
+           as_json: bool) -> None:
     """Record that HANDLE signed in to a Mood."""
     s = app.store.add_signin(handle, slug, common.when(app, at), tier=tier, label=label)
+    if as_json:
+        from poller.text import iso
+
+        common.echo_json({"id": s.id, "handle": s.who, "mood": s.mood, "tier": s.tier,
+                          "label": s.label, "at": iso(s.at)})
+        return
     click.echo(s.id)
 
 

@@ -4,31 +4,39 @@ from __future__ import annotations
 
 import click
 
-from poller import errors
 from poller.cli import App, common, pass_app
+from poller.kinds import WakeKind, names
+
+KINDS = [k for k in names(WakeKind) if k != WakeKind.CUT_OFF]  # a cut-off wake is a follow-up
 
 
 @click.command()
 @click.option("--mood", "slug", metavar="SLUG", help="The Mood to preview.")
 @click.option("--agent", "handle", metavar="HANDLE", help="The agent it would wake.")
-@click.option("--kind", type=click.Choice(["mention", "consider", "quiet", "arrival"]),
-              help="Which kind of wake.")
+@click.option("--kind", type=click.Choice(KINDS), help="Which kind of wake.")
 @click.option("--full", is_flag=True, help="As a full-tool turn (shows the settings how-to).")
 @click.option("--frames", is_flag=True,
               help="Print every frame with placeholders instead (what agents are told).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: the wake's text, kind, tools and the posts it answers "
+                   "(with --frames: the frames' text).")
 @common.now_option
 @pass_app
 def preview(app: App, slug: str | None, handle: str | None, kind: str | None, full: bool,
-            frames: bool) -> None:
+            frames: bool, as_json: bool) -> None:
     """Print the wake KIND would send now, from the Mood's real posts."""
     from poller import compose
 
     if frames:
-        click.echo(compose.render_frames(app.config.wake), nl=False)
+        text = compose.render_frames(app.config.wake)
+        if as_json:
+            common.echo_json({"frames": text})
+        else:
+            click.echo(text, nl=False)
         return
     missing = [o for o, v in (("--mood", slug), ("--agent", handle), ("--kind", kind)) if not v]
     if missing:
-        raise errors.UserError(f"preview needs {', '.join(missing)} (or --frames)")
+        raise click.UsageError(f"preview needs {', '.join(missing)} (or --frames)")
     from poller import loop, preview as preview_mod
     from wiki_rules.source import DialSource
 
@@ -36,6 +44,11 @@ def preview(app: App, slug: str | None, handle: str | None, kind: str | None, fu
     dials = DialSource.from_config(app.config, app.engine())
     poller = loop.Poller(app.store, app.config, dials=dials.current)
     planned = preview_mod.preview(poller, slug, handle, kind, at, full)
+    if as_json:
+        common.echo_json({"mood": planned.mood, "agent": planned.agent, "kind": planned.kind,
+                          "tools": planned.tools, "answers": list(planned.answers),
+                          "text": planned.text})
+        return
     common.echo(planned.text)
 
 

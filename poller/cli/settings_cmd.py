@@ -9,7 +9,18 @@ from poller.cli import App, common, pass_app
 from poller.text import iso, parse_time
 
 
-@click.command("set")
+class SetCommand(click.Command):
+    """``set``, whose help lists every setting key with its range and default."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(k.name, f"{getattr(k.parse, 'range', 'any value')} (default {k.default}): "
+                         f"{k.help}.") for k in settings.KEYS.values()]
+        with formatter.section("Keys"):
+            formatter.write_dl(rows)
+        super().format_epilog(ctx, formatter)
+
+
+@click.command("set", cls=SetCommand)
 @click.argument("key")
 @click.argument("value")
 @click.option("--mood", metavar="SLUG", help="Only in this Mood (default: every Mood).")
@@ -17,15 +28,20 @@ from poller.text import iso, parse_time
 @click.option("--by", metavar="HANDLE", help="Who is making the change.")
 @click.option("--note", default="", help="Why, for the record.")
 @click.option("--until", metavar="ISO8601", help="listening only: the value lapses at this time.")
+@click.option("--json", "as_json", is_flag=True, help="Print the change as JSON.")
 @common.now_option
 @pass_app
 def set_(app: App, key: str, value: str, mood: str | None, agent: str | None,
-         by: str | None, note: str, until: str | None) -> None:
+         by: str | None, note: str, until: str | None, as_json: bool) -> None:
     """Set KEY to VALUE for a Mood, an agent, both, or everywhere."""
     until_at = parse_time(until, "--until") if until else None
     change = app.store.set_setting(key, value, app.now(), mood=mood, agent=agent, by=by,
                                    note=note, until=until_at)
     slot = settings.SLOT_NAMES[(mood is not None, agent is not None)]
+    if as_json:
+        common.echo_json({"key": key, "old": change.old, "new": change.new, "slot": slot,
+                          "mood": mood, "agent": agent, "until": iso(until_at)})
+        return
     tail = f" until {iso(until_at)}" if until_at else ""
     click.echo(f"{key}: {change.old} -> {change.new} ({slot}){tail}")
 

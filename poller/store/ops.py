@@ -53,8 +53,10 @@ def _record(s: Session, w: Wake, handles: dict, slugs: dict) -> WakeRecord:
 
 
 def wakes(s: Session, mood_id: Optional[int], agent_id: Optional[int], kind: Optional[str],
-          limit: int) -> list[WakeRecord]:
-    """The newest *limit* wakes, newest first, optionally of one Mood, agent or kind."""
+          limit: int, *, status: Optional[str] = None,
+          since: Optional[dt.datetime] = None) -> list[WakeRecord]:
+    """The newest *limit* wakes, newest first, optionally of one Mood, agent, kind or
+    status, and only those recorded at or after *since*."""
     q = sa.select(Wake).order_by(Wake.id.desc()).limit(limit)
     if mood_id is not None:
         q = q.where(Wake.mood_id == mood_id)
@@ -62,6 +64,10 @@ def wakes(s: Session, mood_id: Optional[int], agent_id: Optional[int], kind: Opt
         q = q.where(Wake.agent_id == agent_id)
     if kind is not None:
         q = q.where(Wake.kind == kind)
+    if status is not None:
+        q = q.where(Wake.status == status)
+    if since is not None:
+        q = q.where(Wake.created_at >= since)
     handles, slugs = _names(s)
     return [_record(s, w, handles, slugs) for w in s.scalars(q)]
 

@@ -1,0 +1,210 @@
+"""The command line is consistent: --json on every listing and acting command (and JSON
+whenever it is given), help without reStructuredText markup, usage errors exit 2,
+``why`` with or without its option names, ``set --help`` naming every key, and the
+``wakes`` filters."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+
+from conftest import Cli
+from poller import settings
+from poller.kinds import WakeKind, WakeStatus
+
+T0 = "2026-05-04T09:00:00Z"
+
+
+def every_command() -> list[tuple[tuple[str, ...], click.Command]]:
+    from poller.cli import cli
+
+    out = []
+
+    def walk(command: click.Command, path: tuple[str, ...]) -> None:
+        out.append((path, command))
+        for name in getattr(command, "commands", {}):
+            walk(command.commands[name], path + (name,))
+
+    walk(cli, ())
+    return out
+
+
+def command(path: tuple[str, ...]) -> click.Command:
+    return dict(every_command())[path]
+
+
+# -- help -----------------------------------------------------------------------------------------
+
+def test_no_help_shows_double_backticks():
+    for path, _ in every_command():
+        out = Cli()(*path, "--help").out
+        assert "Usage:" in out, path
+        assert "``" not in out, f"`mood-poller {' '.join(path)} --help` shows ``"
+
+
+def test_set_help_lists_every_key_with_its_range_and_default():
+    out = " ".join(Cli()("set", "--help").out.split())  # unwrapped
+    assert "Keys:" in out
+    for key in settings.KEYS.values():
+        assert f"{key.name} {key.parse.range} (default {key.default}):" in out, key.name
+    assert "idle_after 0-604800 seconds (default 3000)" in out
+    assert "discretion reserved | normal | chatty (default normal)" in out
+
+
+def test_the_logging_flags_are_global_options():
+    names = {opt for p in command(()).params for opt in p.opts}
+    assert {"--log-json", "-v", "--verbose", "-q", "--quiet"} <= names
+
+
+# -- --json everywhere ----------------------------------------------------------------------------
+
+JSON_COMMANDS = [
+    ("tick",), ("preview",), ("scram",), ("wakes",), ("wakes", "show"), ("set",), ("get",),
+    ("mood", "add"), ("mood", "list"), ("mood", "archive"), ("person", "add"), ("person", "list"),
+    ("agent", "add"), ("agent", "list"), ("post",), ("posts",), ("signin",), ("dials",),
+    ("why",), ("status",), ("config", "check"),
+]
+
+
+@pytest.mark.parametrize("path", JSON_COMMANDS, ids=" ".join)
+def test_listing_and_acting_commands_take_json(path):
+    opts = {opt for p in command(path).params for opt in p.opts}
+    assert "--json" in opts
+
+
+def js(c: Cli, *args: str):
+    r = c(*args, "--json")
+    return json.loads(r.out)
+
+
+def test_json_is_printed_whenever_asked_for(cli):
+    c = cli
+    assert js(c, "mood", "add", "lobby", "--title", "The lobby")["slug"] == "lobby"
+    assert js(c, "person", "add", "ada", "--trust", "full") == {
+        **js(c, "person", "list")[0]}
+    bot = js(c, "agent", "add", "bot", "--command", "cat >/dev/null; echo fine")
+    assert bot["handle"] == "bot" and bot["waker"] == "command"
+    svc = js(c, "agent", "add", "svc", "--url", "https://svc.test/wake",
+             "--header", "Authorization:Bearer ${SVC_TOKEN}")
+    assert svc["options"]["headers"] == {"Authorization": "***"}
+    assert "SVC_TOKEN" not in json.dumps(svc)
+    assert svc == js(c, "agent", "list")[1]
+    first = js(c, "tick", "--now", T0)
+    assert first["started"] is True and first["wakes"] == [] and first["decisions"] == []
+    posted = js(c, "post", "lobby", "--as", "ada", "--at", "2026-05-04T09:00:01Z", "@bot hi")
+    assert posted["id"] == js(c, "posts", "lobby")[-1]["id"] and posted["text"] == "@bot hi"
+    seen = js(c, "signin", "ada", "--mood", "lobby", "--at", "2026-05-04T09:00:01Z")
+    assert seen["handle"] == "ada" and seen["mood"] == "lobby" and isinstance(seen["id"], int)
+    preview = js(c, "preview", "--mood", "lobby", "--agent", "bot", "--kind", "mention",
+                 "--now", "2026-05-04T09:00:02Z")
+    assert (preview["kind"], preview["tools"]) == ("mention", "full")
+    assert preview["text"].startswith('<mood-wake mood="lobby" reason="mention">')
+    assert preview["answers"] == [posted["id"]]
+    assert "frames" in js(c, "preview", "--frames")
+    report = js(c, "tick", "--now", "2026-05-04T09:00:02Z", "--wait")
+    assert report["posts_read"] == 1 and report["scram"] is False
+    (woke,) = report["wakes"]
+    assert (woke["agent"], woke["mood"], woke["kind"]) == ("bot", "lobby", "mention")
+    assert woke["answers"] == [posted["id"]]
+    assert {"agent": "bot", "mood": "lobby", "kind": "mention", "code": "woke"} in report["decisions"]
+    assert [w["id"] for w in js(c, "wakes")] == [woke["id"]]
+    assert js(c, "wakes", "show", str(woke["id"]))["text"] == preview["text"]
+    change = js(c, "set", "discretion", "chatty", "--mood", "lobby")
+    assert change == {"key": "discretion", "old": "normal", "new": "chatty", "slot": "mood",
+                      "mood": "lobby", "agent": None, "until": None}
+    assert js(c, "scram", "--by", "ada") == {"scram": True, "lifted": False, "turns_ended": 0}
+    held = js(c, "tick", "--now", "2026-05-04T09:00:05Z")
+    assert held["scram"] is True and held["wakes"] == []
+    assert js(c, "scram", "--lift")["lifted"] is True
+    assert js(c, "scram", "--lift")["lifted"] is False
+    assert js(c, "mood", "archive", "lobby")["archived"] is True
+
+
+def test_tick_json_when_another_poller_holds_the_lock(cli, monkeypatch):
+    from poller.context import TickReport
+    from poller import loop
+
+    def busy(self, now, *, dry_run=False):
+        return TickReport(started=False, holder="elsewhere until later")
+
+    monkeypatch.setattr(loop.Poller, "tick", busy)
+    r = cli("tick", "--json")
+    assert json.loads(r.out)["started"] is False
+    assert json.loads(r.out)["holder"] == "elsewhere until later"
+
+
+# -- why: positional or named ---------------------------------------------------------------------
+
+def test_why_takes_handle_and_slug_either_way(cli):
+    cli("mood", "add", "lobby")
+    cli("agent", "add", "bot", "--command", "cat")
+    named = cli("why", "--agent", "bot", "--mood", "lobby", "--json").out
+    assert cli("why", "bot", "lobby", "--json").out == named
+    assert cli("why", "bot", "--mood", "lobby", "--json").out == named
+    assert json.loads(named)["agent"] == "bot" and json.loads(named)["mood"] == "lobby"
+
+
+@pytest.mark.parametrize("args", [(), ("bot",), ("--agent", "bot"), ("--mood", "lobby"),
+                                  ("bot", "lobby", "--agent", "other")])
+def test_why_without_both_names_is_a_usage_error(cli, args):
+    cli("mood", "add", "lobby")
+    cli("agent", "add", "bot", "--command", "cat")
+    r = cli.fails("why", *args)
+    assert r.code == 2 and "see `mood-poller why --help`" in r.err
+
+
+# -- missing what a command needs is a usage error -------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ("post", "lobby", "hello"), ("post",), ("signin", "ada"), ("set", "discretion"),
+    ("preview", "--mood", "lobby"), ("preview",), ("person", "set", "ada"),
+    ("wakes", "show"), ("mood", "add"), ("person", "add"), ("agent", "add"), ("why",),
+])
+def test_missing_required_input_exits_2(cli, args):
+    r = cli.fails(*args)
+    assert r.code == 2, r.err
+
+
+# -- wakes filters --------------------------------------------------------------------------------
+
+def test_wakes_filter_by_status_since_and_kind(cli):
+    c = cli
+    c("mood", "add", "lobby")
+    c("person", "add", "ada", "--trust", "full")
+    c("agent", "add", "good", "--command", "cat >/dev/null; echo fine")
+    c("agent", "add", "bad", "--command", "cat >/dev/null; exit 3")
+    c("tick", "--now", T0)
+    c("post", "lobby", "--as", "ada", "--at", "2026-05-04T09:00:01Z", "@good one")
+    c("tick", "--now", "2026-05-04T09:00:02Z", "--wait")
+    c("post", "lobby", "--as", "ada", "--at", "2026-05-04T10:00:01Z", "@bad two")
+    c("tick", "--now", "2026-05-04T10:00:02Z", "--wait")
+    every = js(c, "wakes")
+    assert [(w["agent"], w["status"]) for w in every] == [("bad", "failed"), ("good", "replied")]
+    assert [w["agent"] for w in js(c, "wakes", "--status", "failed")] == ["bad"]
+    assert [w["agent"] for w in js(c, "wakes", "--status", "replied")] == ["good"]
+    assert js(c, "wakes", "--status", "cut_off") == []
+    assert [w["agent"] for w in js(c, "wakes", "--since", "2026-05-04T10:00:00Z")] == ["bad"]
+    assert len(js(c, "wakes", "--since", "2026-05-04T09:00:00Z")) == 2
+    assert js(c, "wakes", "--since", "2026-05-04T11:00:00Z") == []
+    assert js(c, "wakes", "--kind", "cut-off") == []
+    assert len(js(c, "wakes", "--kind", "mention", "--status", "replied")) == 1
+    table = c("wakes", "--status", "failed").out
+    assert "bad" in table and "good" not in table
+
+
+def test_the_wakes_filters_offer_every_kind_and_status():
+    params = {p.name: p for p in command(("wakes",)).params}
+    assert list(params["kind"].type.choices) == [k.value for k in WakeKind]
+    assert "cut-off" in params["kind"].type.choices
+    assert list(params["status"].type.choices) == [s.value for s in WakeStatus]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--status", "done"), "'done' is not one of"),
+    (("--since", "yesterday"), "--since"),
+])
+def test_bad_wakes_filters_are_refused(cli, args, message):
+    r = cli.fails("wakes", *args)
+    assert message in r.err and len(r.err.strip().splitlines()) == 1
