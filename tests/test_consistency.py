@@ -208,3 +208,54 @@ def test_the_wakes_filters_offer_every_kind_and_status():
 def test_bad_wakes_filters_are_refused(cli, args, message):
     r = cli.fails("wakes", *args)
     assert message in r.err and len(r.err.strip().splitlines()) == 1
+
+
+# -- logging: global flags, every command ---------------------------------------------------------
+
+@pytest.fixture
+def closed_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
+
+
+def test_the_global_log_flags_reach_a_wiki_warning_from_dials(tmp_path, sqlite_url, closed_port):
+    path = tmp_path / "config.toml"
+    path.write_text(f'[wiki]\nsite = "127.0.0.1:{closed_port}"\nscheme = "http"\ntimeout = 2\n')
+    c = Cli(sqlite_url, str(path))
+    c("init")
+    r = c("--log-json", "dials", "--refresh", ok=False)
+    assert r.code == 1
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    assert lines[-1].startswith("mood-poller: the dials page could not be refreshed")
+    records = [json.loads(line) for line in lines[:-1]]
+    assert any(x.get("action") == "dial_refresh_failed" and x["level"] == "warning"
+               for x in records), r.err
+    text = c("dials", "--refresh", ok=False).err
+    assert " WARNING dial wording not refreshed" in text and not text.lstrip().startswith("{")
+
+
+def test_quiet_leaves_warnings_only_and_the_per_command_flags_still_work(cli):
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("agent", "add", "bot", "--command", "cat >/dev/null; echo fine")
+    cli("tick", "--now", T0)
+    at = iter(range(1, 60))
+
+    def mention_then_tick(before: tuple[str, ...] = (), after: tuple[str, ...] = ()) -> str:
+        """Post a mention, run a tick with *before* ahead of it and *after* behind it:
+        what it logged."""
+        n = next(at)
+        cli("post", "lobby", "--as", "ada", "--at", f"2026-05-04T09:{n:02d}:00Z", "@bot hi")
+        return cli(*before, "tick", "--now", f"2026-05-04T09:{n:02d}:30Z", "--wait", *after).err
+
+    assert "bot in lobby: mention woke" in mention_then_tick()
+    assert mention_then_tick(before=("-q",)).strip() == ""
+    assert mention_then_tick(after=("--quiet",)).strip() == ""  # tick's own alias
+    records = [json.loads(line) for line in mention_then_tick(before=("--log-json",)).splitlines()
+               if line.strip()]
+    assert ("decision", "woke") in [(x["action"], x.get("code")) for x in records]
+    assert cli.fails("-q", "tick", "-v").code == 2
+    assert cli.fails("-q", "-v", "status").code == 2
