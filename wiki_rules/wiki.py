@@ -102,7 +102,7 @@ class MwWiki:
         except errors.WikiError:
             raise
         except (requests.RequestException, mwclient.errors.MwClientError, ValueError) as exc:
-            raise errors.WikiError(_describe(self.host, exc)) from None
+            raise _failure(self.host, exc) from None
         finally:
             site.connection.close()
 
@@ -121,7 +121,7 @@ class MwWiki:
                               inprop="protection", intestactions="edit",
                               formatversion="2")
         except (requests.RequestException, mwclient.errors.MwClientError, ValueError) as exc:
-            raise errors.WikiError(_describe(self.host, exc)) from exc
+            raise _failure(self.host, exc) from exc
         finally:
             site.connection.close()
         return _read_answer(self.host, title, answer)
@@ -148,6 +148,13 @@ def _protected(page: dict) -> Optional[bool]:
     if any(p.get("type") == "edit" for p in page.get("protection", [])):
         return True
     return None
+
+
+def _failure(host: str, exc: BaseException) -> errors.WikiError:
+    """The error for a failed request: temporary (exit 75) when the wiki could not be reached."""
+    if isinstance(exc, (requests.Timeout, requests.ConnectionError)):
+        return errors.WikiUnavailable(_describe(host, exc))
+    return errors.WikiError(_describe(host, exc))
 
 
 def _describe(host: str, exc: BaseException) -> str:
@@ -179,7 +186,7 @@ def _within(seconds: float, message: str, work: Callable[[], T]) -> T:
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
-        raise errors.WikiError(message)
+        raise errors.WikiUnavailable(message)
     if "error" in box:
         raise box["error"]
     return box["value"]
