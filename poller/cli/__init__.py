@@ -10,6 +10,10 @@ run (or its own ``--help`` is shown), and SQLAlchemy, Alembic, the tokenizer,
 the wiki client and the templates are imported inside the commands (or the
 :class:`App` properties) that use them.  ``mood-poller --help`` lists every
 command from :data:`COMMANDS` without importing any command module.
+
+Logging is configured once per process from the global ``--log-json``, ``-v``
+and ``-q`` (``run`` and ``tick`` take them as their own options too), just
+before a command runs: see :func:`with_logging` and :meth:`App.setup_logging`.
 """
 
 from __future__ import annotations
