@@ -78,6 +78,15 @@ class Poller:
         with self.store.writing() as s:
             yield s
 
+    @contextlib.contextmanager
+    def _rx(self):
+        """A read transaction (no write lock on SQLite), or the dry run's one."""
+        if self._dry is not None:
+            yield self._dry
+            return
+        with self.store.reading() as s:
+            yield s
+
     # -- the cycle ------------------------------------------------------------------------
 
     def tick(self, now: dt.datetime, *, dry_run: bool = False) -> TickReport:
@@ -110,13 +119,15 @@ class Poller:
         return other is None
 
     def _cycle(self, now: dt.datetime, report: TickReport, launch_turns: bool) -> None:
-        with self._tx() as s:
+        with self._rx() as s:
             scram = cycle.flag(s, "scram") is not None
             self.ctx.agents = cycle.agents(s)
-            if self.settings.refresh(s):
+            changed = self.settings.refresh(s)
+        if changed:
+            with self._tx() as s:
                 cycle.lift_holds(s, now)  # new settings may lift holds
-        report.posts_read = self._drain(scan.posts, now)
-        report.signins_read = self._drain(scan.signins, now)
+        report.posts_read = self._drain("posts", scan.posts, now)
+        report.signins_read = self._drain("signins", scan.signins, now)
         if scram:
             report.scram = True
             return
@@ -127,8 +138,15 @@ class Poller:
                 # cycle cannot leave a recorded wake waiting.
                 self.launcher.start(planned.wake_id, now)
 
-    def _drain(self, step, now: dt.datetime) -> int:
-        """Run a scan step in short transactions until the backlog is read."""
+    def _drain(self, cursor: str, step, now: dt.datetime) -> int:
+        """Run a scan step in short transactions until the backlog is read.
+
+        Whether there is anything to read is asked first in a read
+        transaction, so an idle cycle never takes the write lock.
+        """
+        with self._rx() as s:
+            if not cycle.unread(s, cursor):
+                return 0
         total = 0
         while True:
             with self._tx() as s:
@@ -141,7 +159,7 @@ class Poller:
         """Each due listener once: decide, then compose and commit any wake; yields wakes."""
         seen: set[tuple[int, int]] = set()
         while True:
-            with self._tx() as s:
+            with self._rx() as s:
                 due = [d for d in cycle.due_listeners(s, now, DUE_BATCH + len(seen))
                        if d not in seen]
             if not due:

@@ -91,6 +91,18 @@ def cursor_exists(s: Session, name: str) -> bool:
     return s.get(Cursor, name) is not None
 
 
+CURSOR_TABLES = {"posts": Post, "signins": SignIn}
+
+
+def unread(s: Session, name: str) -> bool:
+    """Anything past the cursor *name* (or no cursor yet)?  A read: no lock taken."""
+    cur = s.get(Cursor, name)
+    if cur is None:
+        return True
+    table = CURSOR_TABLES[name]
+    return s.scalar(sa.select(table.id).where(table.id > cur.value).limit(1)) is not None
+
+
 @dataclass(frozen=True)
 class RecentMood:
     """A Mood where a person spoke lately: when, and the post."""
