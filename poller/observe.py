@@ -32,13 +32,15 @@ def _wake_json(w: ops.WakeRecord, full: bool = False) -> dict:
 
 
 def wakes(store: Store, mood: Optional[str] = None, agent: Optional[str] = None,
-          kind: Optional[str] = None, limit: int = 50) -> list[dict]:
+          kind: Optional[str] = None, limit: int = 50, status: Optional[str] = None,
+          since: Optional[dt.datetime] = None) -> list[dict]:
     if limit < 1:
         raise errors.UserError("--limit must be at least 1")
     mood_id = store.mood(mood).id if mood else None
     agent_id = store.agent(agent).id if agent else None
     with store.reading() as s:
-        return [_wake_json(w) for w in ops.wakes(s, mood_id, agent_id, kind, limit)]
+        return [_wake_json(w) for w in ops.wakes(s, mood_id, agent_id, kind, limit,
+                                                 status=status, since=since)]
 
 
 def wake(store: Store, wake_id: int) -> dict:

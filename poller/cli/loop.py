@@ -149,16 +149,12 @@ def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | N
     if ctx.invoked_subcommand is not None:
         return
     from poller import observe as insight
-    from poller.store import ops
     from poller.text import parse_time
 
     app: App = ctx.obj
     since_at = parse_time(since, "--since") if since else None
-    mood_id = app.store.mood(mood).id if mood else None
-    agent_id = app.store.agent(agent).id if agent else None
-    with app.store.reading() as s:
-        records = ops.wakes(s, mood_id, agent_id, kind, limit, status=status, since=since_at)
-    rows = [insight._wake_json(w) for w in records]
+    rows = insight.wakes(app.store, mood=mood, agent=agent, kind=kind, limit=limit,
+                         status=status, since=since_at)
     if as_json:
         common.echo_json(rows)
         return

@@ -116,7 +116,8 @@ LITERAL_SECRET_HELP = ("Store a header value that looks like a credential as it 
 @click.option("--header", "headers", multiple=True, metavar="K:V", help=HEADER_HELP)
 @click.option("--allow-literal-secret", is_flag=True, help=LITERAL_SECRET_HELP)
 @click.option("--timeout", type=float, metavar="SECONDS",
-              help="Kill a turn after this long (default: 900 s look-only, no limit with full tools).")
+              help="Kill a turn after this long (default: poller.look_timeout, 900 s, look-only; "
+                   "poller.full_timeout, 3600 s, with full tools).")
 @click.option("--workdir", type=click.Path(file_okay=False), help="Working directory of the turn.")
 @click.option("--run-as", "run_as", metavar="USER",
               help="--command, --claude-code: run the agent as this Unix user, so it can read "
