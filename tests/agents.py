@@ -3,7 +3,8 @@
 ``agent_command(tmp_path, mode)`` writes ``agent.py`` once and returns a shell
 command running it in *mode*.  Every run appends one JSON line (the wake's
 environment and text) to ``wakes.jsonl`` beside it, so tests can read
-exactly what each agent was told.
+exactly what each agent was told.  Mode ``gate`` keeps the turn open until
+the test calls ``open_gate(path)`` with the path the agent was given.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ elif mode == "fail-in":
 elif mode == "slow":
     time.sleep(float(extra[0]))
     print("done after a while")
+elif mode == "gate":
+    # Stays at work until the test opens the gate (creates the file), so a
+    # test decides when the turn ends instead of guessing how long it takes.
+    gate, give_up = extra[0], time.monotonic() + 600
+    while not os.path.exists(gate) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    print("done when let go")
 elif mode == "hang":
     marker = extra[0]
     # A child and a grandchild that must die with the turn.
@@ -62,3 +70,8 @@ def wakes_seen(tmp_path: Path) -> list[dict]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def open_gate(gate: Path) -> None:
+    """Let an agent started in ``gate`` mode finish its turn."""
+    gate.touch()

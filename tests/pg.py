@@ -13,8 +13,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
+
+from waiting import HANG_GUARD_S, wait_for
 
 
 def find_bindir() -> str | None:
@@ -52,7 +53,7 @@ class PgServer:
 
     def stop(self) -> None:
         subprocess.run(self.as_user + [f"{self.bindir}/pg_ctl", "-D", self.datadir, "-m",
-                                       "immediate", "stop"], capture_output=True, timeout=30)
+                                       "immediate", "stop"], capture_output=True, timeout=HANG_GUARD_S)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -69,22 +70,25 @@ def start() -> PgServer:
         os.chmod(root, 0o700)
     subprocess.run(as_user + [f"{bindir}/initdb", "-D", datadir, "-A", "trust", "-U", "postgres",
                               "--no-sync", "-E", "UTF8"],
-                   check=True, capture_output=True, timeout=120)
+                   check=True, capture_output=True, timeout=HANG_GUARD_S)
     port = free_port()
     opts = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100")
     subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", datadir, "-o", opts, "-l",
-                              os.path.join(root, "log"), "-w", "start"],
-                   check=True, capture_output=True, timeout=60)
+                              os.path.join(root, "log"), "-w", "-t", f"{HANG_GUARD_S:.0f}", "start"],
+                   check=True, capture_output=True, timeout=HANG_GUARD_S + 30)
     server = PgServer(bindir, datadir, port, root, as_user)
-    deadline = time.monotonic() + 20
-    while True:
+
+    def accepting() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
+            return True
         except OSError:
-            if time.monotonic() > deadline:
-                server.stop()
-                raise
-            time.sleep(0.1)
+            return False
+
+    try:
+        wait_for(accepting, what=f"PostgreSQL to accept connections on port {port}")
+    except AssertionError:
+        server.stop()
+        raise
     return server

@@ -6,9 +6,9 @@ import json
 import re
 import subprocess
 import sys
-import time
 
 from conftest import REPO, Cli
+from waiting import HANG_GUARD_S
 
 AGENT = REPO / "memory-lane" / "example_agent.py"
 
@@ -17,15 +17,12 @@ def run_agent(wake: str, kind: str, agent: str = "helper") -> str:
     env = {"MOOD_AGENT": agent, "MOOD_WAKE_KIND": kind, "MOOD_SLUG": "lobby",
            "MOOD_WAKE_ID": "1", "MOOD_TOOLS": "look", "PATH": "/usr/bin:/bin"}
     r = subprocess.run([sys.executable, str(AGENT)], input=wake, capture_output=True, text=True,
-                       env=env, timeout=30, check=True)
+                       env=env, timeout=HANG_GUARD_S, check=True)
     return r.stdout.strip()
 
 
 def test_demo_prints_a_wake_of_each_kind_and_the_replies(tmp_path):
-    started = time.monotonic()
-    r = Cli()("demo", "--dir", str(tmp_path / "demo"))
-    elapsed = time.monotonic() - started
-    out = r.out
+    out = Cli()("demo", "--dir", str(tmp_path / "demo")).out
     assert f"demo database: {tmp_path / 'demo' / 'moods.db'}" in out
     kinds = re.findall(r"WAKE \d+: \w+ in \w+, (\w+) \(tools (\w+)\)", out)
     assert {k for k, _ in kinds} == {"mention", "consider", "quiet", "arrival"}
@@ -39,7 +36,6 @@ def test_demo_prints_a_wake_of_each_kind_and_the_replies(tmp_path):
     assert any(m == "lobby" and a == "helper" and "@ada asked" in t for m, a, t in replies)
     assert "SILENT helper in lobby" in out  # the quiet look found nothing hanging
     assert "Where to look next:" in out and "wakes" in out and "why --mood" in out
-    assert elapsed < 15, f"the demo took {elapsed:.1f}s"
 
     # What it printed is what the database holds.
     db = Cli(f"sqlite:///{tmp_path / 'demo' / 'moods.db'}")

@@ -5,17 +5,28 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
 import sys
 
 import pytest
 
-from agents import agent_command, wakes_seen
+from agents import agent_command, open_gate, wakes_seen
+from timeline import T0, TimelineCli, at, since_t0
+from waiting import wait_for
 
-T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+# Every command reads the tests' timeline (``--now``, ``--at``), never the
+# wall clock's date.  A turn's runner settles on the same timeline: the time
+# of the tick that woke it plus however long the turn really took, which on a
+# busy machine can be seconds, so a step that depends on when a turn ended
+# reads that time back (``settled_at``) instead of assuming it.
 
 
-def at(seconds: float) -> str:
-    return (T0 + dt.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+@pytest.fixture
+def cli(sqlite_url):
+    """A CLI on a fresh SQLite database whose commands run at T0 unless told a time."""
+    c = TimelineCli(sqlite_url)
+    c("init")
+    return c
 
 
 @pytest.fixture
@@ -50,6 +61,26 @@ def posts(cli, mood="lobby"):
 
 def why(cli, agent="bot", mood="lobby"):
     return json.loads(cli("why", "--mood", mood, "--agent", agent, "--json").out)
+
+
+def settled(cli) -> list[dict]:
+    """Wait until no turn is pending or running; the wakes, oldest first."""
+    def done():
+        ws = wakes(cli)
+        return None if any(w["status"] in ("pending", "running") for w in ws) else (ws,)
+    return wait_for(done, what="every turn to settle")[0]
+
+
+def settled_at(cli, wake: dict | None = None) -> float:
+    """Seconds after T0 at which *wake* (default: the latest turn) settled."""
+    ws = {w["id"]: w for w in settled(cli)}
+    w = ws[wake["id"]] if wake else max(ws.values(), key=lambda w: since_t0(w["finished_at"]))
+    return since_t0(w["finished_at"])
+
+
+def running(marker: str) -> bool:
+    """Whether any process with *marker* in its command line is alive."""
+    return bool(subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout.split())
 
 
 def test_a_mention_wakes_once_and_the_reply_is_posted(world, tmp_path):
@@ -154,21 +185,26 @@ def test_quiet_look_doubles_after_silence_and_resets_when_a_person_posts(cli, tm
     post(cli, 1, "ada", "talk later")
     tick(cli, 50)
     assert wakes(cli) == []
-    tick(cli, 102)
-    assert [w["kind"] for w in wakes(cli)] == ["quiet"]
-    assert wakes(cli)[0]["status"] == "silent"
+    tick(cli, 102)  # idle_after (100 s) since the post
+    (first,) = wakes(cli)
+    assert (first["kind"], first["status"]) == ("quiet", "silent")
     assert posts(cli)[-1]["kind"] == "silent"
-    tick(cli, 250)  # the silent look doubled the wait: next at ~102 + 200
+    # The next look is timed from when the silent look settled.
+    t1 = settled_at(cli, first)
+    tick(cli, t1 + 150)  # past idle_after, but the silent look doubled the wait to 200 s
     assert len(wakes(cli)) == 1
-    tick(cli, 305)
+    tick(cli, t1 + 201)
+    ws = wakes(cli)
+    assert [(w["kind"], w["status"]) for w in ws] == [("quiet", "silent")] * 2
+    t2 = settled_at(cli, ws[1])
+    tick(cli, t2 + 300)  # doubled again: 400 s
     assert len(wakes(cli)) == 2
-    tick(cli, 610)  # doubled again: ~305 + 400
+    post(cli, t2 + 310, "ada", "back again")  # a person posting resets the wait to 100 s
+    tick(cli, t2 + 409)  # the doubled look (due at t2 + 400) was re-timed by the post
     assert len(wakes(cli)) == 2
-    post(cli, 620, "ada", "back again")  # a person posting resets the wait
-    tick(cli, 700)
-    assert len(wakes(cli)) == 2
-    tick(cli, 722)
-    assert len(wakes(cli)) == 3
+    tick(cli, t2 + 411)  # 100 s after the post, not 400
+    ws = wakes(cli)
+    assert len(ws) == 3 and ws[2]["kind"] == "quiet"
 
 
 def test_quiet_needs_a_person_in_the_last_12_hours(cli, tmp_path):
@@ -255,22 +291,18 @@ def test_listening_off_holds_mentions_until_turned_back_on(world):
 
 
 def test_busy_mood_holds_then_answers_after(cli, tmp_path):
-    import time
-
+    gate = tmp_path / "gate"
     cli("mood", "add", "lobby")
     cli("person", "add", "ada", "--trust", "full")
-    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "slow", "2"))
+    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "gate", str(gate)))
     cli("tick", "--now", at(0))
     post(cli, 1, "ada", "@bot a long job")
-    cli("tick", "--now", at(2))  # no --wait: the turn runs on
+    cli("tick", "--now", at(2))  # no --wait: the turn runs on until the gate opens
     second = post(cli, 3, "ada", "@bot and another thing")
     cli("tick", "--now", at(4))
     assert why(cli)["hold"]["reason"] == "busy"
-    deadline = time.monotonic() + 20
-    while wakes(cli)[0]["status"] in ("pending", "running"):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    tick(cli, 8)
+    open_gate(gate)
+    tick(cli, max(8, settled_at(cli) + 1))
     ws = wakes(cli)
     assert len(ws) == 2 and ws[1]["answers"] == [second]
 
@@ -310,22 +342,16 @@ def test_bot_loop_stops_at_the_cap_until_a_person_posts(cli, tmp_path):
 
 
 def test_a_hanging_agent_is_killed_with_its_children_at_its_timeout(cli, tmp_path):
-    import subprocess
-    import time
-
     marker = f"hang{tmp_path.name[-6:]}"
     cli("mood", "add", "lobby")
     cli("person", "add", "ada", "--trust", "full")
     cli("agent", "add", "bot", "--timeout", "1", "--command", agent_command(tmp_path, "hang", marker))
     tick(cli, 0)
     post(cli, 1, "ada", "@bot take your time")
-    start = time.monotonic()
-    tick(cli, 2)
-    assert time.monotonic() - start < 15
+    tick(cli, 2)  # the agent would sleep 300 s; its 1 s timeout ends the turn
     (w,) = wakes(cli)
-    assert w["status"] == "cut_off" and "timed out" in w["error"]
-    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
-    assert left == []
+    assert w["status"] == "cut_off" and "timed out after 1 s" in w["error"]
+    wait_for(lambda: not running(marker), what="the agent, its child and its grandchild to die")
     note = posts(cli)[-1]
     assert note["kind"] == "system" and "timed out after 1 s" in note["text"]
 
@@ -416,9 +442,6 @@ def test_wakes_show_and_why_text(world):
 
 
 def test_scram_ends_a_running_turn(cli, tmp_path):
-    import subprocess
-    import time
-
     marker = f"scram{tmp_path.name[-6:]}"
     cli("mood", "add", "lobby")
     cli("person", "add", "ada", "--trust", "full")
@@ -426,17 +449,11 @@ def test_scram_ends_a_running_turn(cli, tmp_path):
     cli("tick", "--now", at(0))
     post(cli, 1, "ada", "@bot long job")
     cli("tick", "--now", at(2))  # the turn runs on in the background
-    deadline = time.monotonic() + 20
-    while not subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    assert "1 running turn(s) ended" in cli("scram", "--by", "ada").out
+    wait_for(lambda: running(marker), what="the agent to start")
+    assert "1 running turn(s) ended" in cli("scram", "--by", "ada", "--now", at(3)).out
     (w,) = wakes(cli)
     assert w["status"] == "cut_off" and "emergency stop" in w["error"]
-    deadline = time.monotonic() + 10
-    while subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout:
-        assert time.monotonic() < deadline, "the agent's processes outlived the emergency stop"
-        time.sleep(0.1)
+    wait_for(lambda: not running(marker), what="the emergency stop to end the agent's processes")
 
 
 def test_a_cycle_that_fails_in_the_database_is_one_line_not_a_traceback(world, sqlite_url):
@@ -472,48 +489,46 @@ def test_turns_another_machine_left_running_are_closed_when_its_heartbeat_stops(
 
 
 def test_a_running_turn_beats_its_heartbeat(cli, tmp_path, sqlite_url):
-    import time
-
     import sqlalchemy as sa
 
+    gate = tmp_path / "gate"
     config = tmp_path / "config.toml"
     config.write_text("[poller]\nturn_stale = 2.0\n")
     c = type(cli)(sqlite_url, str(config))
     c("mood", "add", "lobby")
     c("person", "add", "ada", "--trust", "full")
-    c("agent", "add", "bot", "--command", agent_command(tmp_path, "slow", "2"))
+    c("agent", "add", "bot", "--command", agent_command(tmp_path, "gate", str(gate)))
     c("tick", "--now", at(0))
-    post(c, 1, "ada", "@bot take two seconds")
-    c("tick", "--now", at(2))
+    post(c, 1, "ada", "@bot take your time")
+    c("tick", "--now", at(2))  # the turn stays at work until the gate opens
     engine = sa.create_engine(sqlite_url)
-    deadline = time.monotonic() + 15
-    while True:
+
+    def beaten():
         with engine.connect() as conn:
-            started, beat = conn.exec_driver_sql(
-                "SELECT started_at, heartbeat_at FROM wakes").one()
-        if started and beat and beat > started:
-            break
-        assert time.monotonic() < deadline, "the runner never marked its turn alive"
-        time.sleep(0.1)
+            status, started, beat = conn.exec_driver_sql(
+                "SELECT status, started_at, heartbeat_at FROM wakes").one()
+        assert status in ("pending", "running"), status
+        return started and beat and beat > started
+
+    wait_for(beaten, what="the runner to mark its turn alive")
+    open_gate(gate)
+    assert settled(c)[0]["status"] == "replied"
+    engine.dispose()
 
 
 def test_posts_made_during_a_turn_are_still_considered(cli, tmp_path):
-    import time
-
+    gate = tmp_path / "gate"
     cli("mood", "add", "lobby")
     cli("person", "add", "ada", "--trust", "full")
     cli("person", "add", "bob", "--trust", "full")
-    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "slow", "2"))
+    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "gate", str(gate)))
     cli("set", "cooldown", "0")
     cli("tick", "--now", at(0))
     post(cli, 1, "ada", "anyone tried the new build?")
-    cli("tick", "--now", at(12))  # a consider; the agent takes 2 s
+    cli("tick", "--now", at(12))  # a consider; the agent is at work until the gate opens
     post(cli, 13, "bob", "and should we ship on friday?")  # while it is at work
-    deadline = time.monotonic() + 20
-    while any(w["status"] in ("pending", "running") for w in wakes(cli)):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    tick(cli, 30)
+    open_gate(gate)
+    tick(cli, max(30, settled_at(cli) + 1))
     ws = wakes(cli)
     assert [w["kind"] for w in ws] == ["consider", "consider"]
     assert "should we ship on friday?" in wakes_seen(tmp_path)[-1]["text"]
@@ -541,15 +556,20 @@ def test_agents_see_only_an_allowlisted_environment(cli, tmp_path, monkeypatch):
 
 
 def test_a_wake_a_dead_poller_elsewhere_never_started_is_started_here(world, tmp_path, monkeypatch):
-    from poller import loop, state
+    from poller import launch, procs
 
     p = post(world, 1, "ada", "@bot hello?")
-    real = state.HOST
+    real = procs.HOST
+
+    def die(self, wake_id, now):
+        raise SystemExit(137)
+
     with monkeypatch.context() as m:  # a poller on another machine records it, then dies
-        m.setattr(state, "HOST", "old-container")
-        m.setattr(loop.Poller, "_launch", lambda self, wake_id, now: (_ for _ in ()).throw(SystemExit(137)))
+        m.setattr(procs, "HOST", "old-container")
+        m.setattr(launch.ProcessLauncher, "start", die)
+        m.setattr(launch.ThreadLauncher, "start", die)
         world("tick", "--now", at(2), ok=False)
-    assert state.HOST == real and wakes(world)[0]["status"] == "pending"
+    assert procs.HOST == real and wakes(world)[0]["status"] == "pending"
     tick(world, 30)  # within the grace period: it may still be starting over there
     assert wakes(world)[0]["status"] == "pending"
     tick(world, 120)
@@ -558,35 +578,31 @@ def test_a_wake_a_dead_poller_elsewhere_never_started_is_started_here(world, tmp
 
 
 def test_an_emergency_stop_set_elsewhere_ends_the_turn_through_its_heartbeat(cli, tmp_path, monkeypatch):
-    import time
-
-    from poller import state
+    from poller import procs
 
     config = tmp_path / "config.toml"
     config.write_text("[poller]\nturn_stale = 2.0\n")  # heartbeat every 0.5 s
     c = type(cli)(cli.db_url, str(config))
     c("mood", "add", "lobby")
     c("person", "add", "ada", "--trust", "full")
-    c("agent", "add", "bot", "--command", agent_command(tmp_path, "slow", "30"))
+    # The agent would stay at work for 600 s: only the stop can end it in time.
+    c("agent", "add", "bot", "--command", agent_command(tmp_path, "slow", "600"))
     c("tick", "--now", at(0))
     post(c, 1, "ada", "@bot a long job")
     c("tick", "--now", at(2))
-    deadline = time.monotonic() + 20
-    while not wakes_seen(tmp_path):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    agent_pid = wakes_seen(tmp_path)[0]["pid"]
+    agent_pid = wait_for(lambda: wakes_seen(tmp_path), what="the agent to start")[0]["pid"]
     with monkeypatch.context() as m:
-        m.setattr(state, "HOST", "machine-b")  # the stop is set on another machine
-        c("scram", "--by", "ada")
-    deadline = time.monotonic() + 10
-    while True:
+        m.setattr(procs, "HOST", "machine-b")  # the stop is set on another machine
+        c("scram", "--by", "ada", "--now", at(3))
+
+    def gone():
         try:
             os.kill(agent_pid, 0)
         except ProcessLookupError:
-            break
-        assert time.monotonic() < deadline, "the agent outlived the emergency stop"
-        time.sleep(0.1)
+            return True
+        return False
+
+    wait_for(gone, what="the emergency stop to end the agent")
     assert wakes(c)[0]["status"] == "cut_off"
 
 
@@ -596,7 +612,10 @@ def test_two_people_arriving_together_are_each_considered(world, tmp_path):
     world("signin", "cy", "--mood", "lobby", "--at", at(1))
     world("signin", "dee", "--mood", "lobby", "--at", at(2))
     tick(world, 3)
-    tick(world, 4)
+    (first,) = wakes(world)
+    assert first["kind"] == "arrival"
+    # The second is taken in turn, once the first turn has settled.
+    tick(world, settled_at(world, first) + 1)
     arrivals = [w for w in wakes(world) if w["kind"] == "arrival"]
     assert len(arrivals) == 2
     texts = [w["text"] for w in wakes_seen(tmp_path)]

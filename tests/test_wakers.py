@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -190,18 +189,19 @@ def test_invalid_utf8_in_a_text_body_is_replaced_and_noted(http_agent):
 
 
 def test_a_slow_agent_is_cut_off_at_the_timeout(http_agent):
-    started = time.monotonic()
+    # The agent answers after 5 s; the turn's 1 s timeout ends it first.
     out = run(wakers.HttpWaker(http_agent.url("slow")), turn(timeout=1.0))
-    assert out.status == "cut_off" and "timed out after 1 s" in out.error
-    assert time.monotonic() - started < 3
+    assert out.status == "cut_off" and out.error == "timed out after 1 s"
+    assert out.reply == ""
 
 
-def test_a_cancelled_http_turn_ends_at_once(http_agent):
+def test_a_cancelled_http_turn_ends_without_waiting_for_the_answer(http_agent):
+    # No timeout and an agent that answers after 5 s: only the cancel can end the turn.
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
-    started = time.monotonic()
     out = run(wakers.HttpWaker(http_agent.url("slow")), turn(timeout=None), cancel)
-    assert out.status == "cut_off" and time.monotonic() - started < 2
+    assert out.status == "cut_off" and out.error == wakers.STOPPED
+    assert out.reply == ""
 
 
 def test_connection_refused_is_retried_then_fails(monkeypatch):

@@ -1,0 +1,39 @@
+"""The tests' own clock: one fixed timeline, never the wall clock's date.
+
+Commands read ``at(seconds)`` (``--now``, ``--at``); :class:`TimelineCli`
+gives every command the global ``--now`` so that even the ones a test does
+not time (``set``, ``agent add``, ``why``...) stamp and judge on the same
+timeline whatever day the suite runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from conftest import Cli
+
+T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def at(seconds: float) -> str:
+    """The instant *seconds* after T0, as the CLI reads it."""
+    return (T0 + dt.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def since_t0(iso: str) -> float:
+    """Seconds after T0 of an instant the CLI printed."""
+    return (dt.datetime.fromisoformat(iso.replace("Z", "+00:00")) - T0).total_seconds()
+
+
+class TimelineCli(Cli):
+    """A CLI whose every command runs at ``at(self.now)`` (T0 unless moved).
+
+    A command's own ``--now`` or ``--at`` still wins over the global one.
+    """
+
+    def __init__(self, db_url: str | None = None, config: str | None = None, now: float = 0.0):
+        super().__init__(db_url, config)
+        self.now = now
+
+    def __call__(self, *args: str, input: str | bytes | None = None, ok: bool = True):
+        return super().__call__("--now", at(self.now), *args, input=input, ok=ok)
