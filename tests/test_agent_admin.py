@@ -17,13 +17,13 @@ import os
 import pwd
 import shlex
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from poller import wakers
 from test_wakers_fakes import HttpAgent, agent_wakes, reply_agent, set_reply
+from waiting import wait_for
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 ME = pwd.getpwuid(os.getuid()).pw_name  # a Unix user that surely exists
@@ -191,17 +191,6 @@ def holding_agent(directory: Path) -> str:
     return shlex.join([sys.executable, str(directory / "hold.py"), str(directory)])
 
 
-def wait_for(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"still waiting for {what} after {timeout:g} s")
-        time.sleep(0.05)
-
-
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
@@ -218,7 +207,7 @@ def test_remove_is_refused_while_a_turn_runs_and_force_ends_it(room, tmp_path):
     try:
         room("tick", "--now", at(2))  # the turn runs on in the background
         pid = int(wait_for(lambda: (here / "pid").exists() and (here / "pid").read_text(),
-                           "the agent to start"))
+                           what="the agent to start"))
         (w,) = wakes(room)
 
         r = room.fails("agent", "remove", "bot", "--now", at(3))
@@ -233,7 +222,7 @@ def test_remove_is_refused_while_a_turn_runs_and_force_ends_it(room, tmp_path):
         assert (w["status"], w["error"]) == ("cut_off", "its agent was removed by an operator")
         assert posts(room)[-1]["text"] == ("@bot's turn ended without a reply: its agent was "
                                            "removed by an operator.")
-        wait_for(lambda: not alive(pid), "the removed agent's process to end")
+        wait_for(lambda: not alive(pid), what="the removed agent's process to end")
     finally:
         (here / "gate").touch()
     for s in (70, 200):  # an operator ended it: no follow-up is owed
