@@ -84,10 +84,24 @@ def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clo
     return turns.settle_outcome(store, wake_id, failed, clock())
 
 
+def claim_with_retries(store: Store, wake_id: int, clock):
+    """Claim the wake, waiting out a busy database instead of dying on it."""
+    import sqlalchemy.exc
+
+    for attempt in range(SETTLE_ATTEMPTS):
+        try:
+            return turns.claim(store, wake_id, clock(), os.getpid())
+        except sqlalchemy.exc.OperationalError as exc:
+            log.warning("claiming turn %s failed (attempt %d): %s", wake_id, attempt + 1,
+                        str(exc).splitlines()[0], extra={"action": "claim_retry"})
+            time.sleep(0.2 * 2 ** attempt)
+    return turns.claim(store, wake_id, clock(), os.getpid())
+
+
 def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
              clock: Callable[[], dt.datetime], cancel: threading.Event) -> str:
     """Claim, run and settle one turn; returns its final status ("" if not ours)."""
-    claimed = turns.claim(store, wake_id, clock(), os.getpid())
+    claimed = claim_with_retries(store, wake_id, clock)
     if claimed is None:
         return ""
     agent, started = claimed.agent, time.monotonic()

@@ -243,9 +243,7 @@ def test_init_gives_up_on_a_held_sqlite_lock_with_exit_75(tmp_path, monkeypatch)
     url = f"sqlite:///{tmp_path / 'moods.db'}"
     with open(tmp_path / "moods.db.init.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        started = time.monotonic()
         r = Cli(url).fails("init")
-        assert time.monotonic() - started >= 0.3  # it did wait for the lock first
     assert r.code == EX_TEMPFAIL
     assert "another `mood-poller init` is migrating" in one_line(r)
     assert "schema empty ->" in Cli(url)("init").out

@@ -34,3 +34,17 @@ def test_a_reply_that_cannot_be_recorded_closes_the_turn_as_failed(monkeypatch):
     monkeypatch.setattr(runner.turns, "settle_outcome", broken)
     assert runner.settle_with_retries(None, 1, wakers.Outcome("replied", "hi"), lambda: None) == "failed"
     assert "could not be recorded: ValueError" in seen[-1].error
+
+
+def test_claim_waits_out_a_busy_database_instead_of_dying(monkeypatch):
+    calls = []
+
+    def busy_then_free(store, wake_id, now, pid):
+        calls.append(wake_id)
+        if len(calls) < 3:
+            raise sqlalchemy.exc.OperationalError("BEGIN IMMEDIATE", {}, Exception("database is locked"))
+        return "claimed"
+
+    monkeypatch.setattr(runner.turns, "claim", busy_then_free)
+    assert runner.claim_with_retries(None, 7, lambda: None) == "claimed"
+    assert calls == [7, 7, 7]

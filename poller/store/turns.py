@@ -47,7 +47,9 @@ class Claimed:
 def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Claimed]:
     """pending -> running, or None if someone else has (or had) this wake."""
     with store.writing() as s:
-        w = s.scalar(cycle.skip_locked(s, sa.select(Wake).where(Wake.id == wake_id)))
+        # Wait for a lock someone holds on the row (a poller recovering, briefly):
+        # skipping it would leave the wake unstarted until recovery's grace runs out.
+        w = s.scalar(cycle.for_update(s, sa.select(Wake).where(Wake.id == wake_id)))
         if w is None or w.status != WakeStatus.PENDING:
             return None
         w.status, w.started_at, w.runner_pid, w.host = WakeStatus.RUNNING, now, pid, procs.HOST
