@@ -27,7 +27,7 @@ ENV_CONFIG = "MOOD_POLLER_CONFIG"
 ENV_WIKI_PASSWORD = "MOOD_POLLER_WIKI_BOT_PASSWORD"
 ENV_SUMMARIZER_KEY = "MOOD_POLLER_SUMMARIZER_API_KEY"
 ENV_LAUNCH = "MOOD_POLLER_LAUNCH"
-LAUNCHERS = ("process", "thread")
+LAUNCHERS = ("auto", "process", "thread")
 SECRET_FIELDS = {"bot_password", "api_key"}
 
 HOUR_S = 3600.0
@@ -102,7 +102,7 @@ class PollerConfig:
     # Variables passed to agents beyond PATH, HOME, LANG...: in the file a list of
     # names or one comma-separated string; held here as the comma-separated string.
     agent_env: str = ""
-    launch: str = "process"  # process: a runner process per turn; thread: turns run in the poller
+    launch: str = "auto"  # auto: in the poller, but a runner process per turn for `tick` (no --wait)
 
 
 @dataclass(frozen=True)

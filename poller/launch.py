@@ -136,6 +136,12 @@ class ThreadLauncher:
 
 
 def for_config(store: Store, config: config_mod.Config, *, detach: bool = False) -> Launcher:
-    if config.poller.launch == "thread":
+    """The launcher ``poller.launch`` names.  ``auto`` (the default) runs turns inside a
+    poller that stays for them (``run``, ``tick --wait``) and as runner processes where
+    they must outlive it (``tick`` from cron, which returns at once)."""
+    mode = config.poller.launch
+    if mode == "auto":
+        mode = "process" if detach else "thread"
+    if mode == "thread":
         return ThreadLauncher(store, config)
     return ProcessLauncher(config, detach=detach)

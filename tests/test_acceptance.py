@@ -232,7 +232,8 @@ def test_two_pollers_on_postgresql_answer_every_mention_exactly_once(pg_url, tmp
     assert dict(statuses) == {"replied": dict(statuses)["replied"]}
     assert overlaps == 0  # never two turns at once for one (agent, Mood)
     logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
-    assert all("turn_started" in l or "started (runner pid" in l for l in logs), \
+    assert all("turn_started" in l or "started (runner pid" in l or "started (in process)" in l
+               for l in logs), \
         "both pollers should have taken a share of the work"
     engine.dispose()
 

@@ -77,7 +77,7 @@ BAD = [
     ("[poller]\nagent_env = \"A B\"\n", "poller.agent_env must name environment variables"),
     ("[poller]\nagent_env = [\"OK\", 3]\n", "poller.agent_env must be a list of variable names"),
     ("[poller]\nagent_env = 3\n", "poller.agent_env must be str or a list of names"),
-    ("[poller]\nlaunch = \"fork\"\n", "poller.launch must be process or thread"),
+    ("[poller]\nlaunch = \"fork\"\n", "poller.launch must be auto, process or thread"),
 ]
 
 
