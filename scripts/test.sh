@@ -30,4 +30,6 @@ if command -v pg_lsclusters >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
 fi
 
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
-exec python3 -m pytest -q "$@"
+# Two workers: the machines this runs on have two cores, and most tests wait on
+# a subprocess or a database rather than compute.
+exec python3 -m pytest -q -n 2 "$@"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,17 +113,46 @@ class Cli:
         return result
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory):
+    """One SQLite file brought to the newest schema by a real `mood-poller init`.
+
+    Tests that need an initialised store start from a copy of it: `init` runs
+    every migration, and doing that once per test would be most of the suite.
+    (`init` itself, and the migrations, have tests of their own.)
+    """
+    path = tmp_path_factory.mktemp("template") / "moods.db"
+    Cli(f"sqlite:///{path}")("init")
+    assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
+    return path
+
+
+@pytest.fixture(scope="session")
+def migrated_pg(pg_server):
+    """A PostgreSQL database at the newest schema (by `init`), to copy as a template."""
+    url = pg_server.new_database()
+    Cli(url)("init")
+    return url.rsplit("/", 1)[1]
+
+
+def _initialised(url: str, request) -> "Cli":
+    if url.startswith("sqlite:///"):
+        target = Path(url.removeprefix("sqlite:///"))
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite"), target)
+        target.chmod(0o600)
+    return Cli(url)
+
+
 @pytest.fixture
-def cli(sqlite_url):
+def cli(sqlite_url, request):
     """A CLI bound to a fresh, initialised SQLite database."""
-    c = Cli(sqlite_url)
-    c("init")
-    return c
+    return _initialised(sqlite_url, request)
 
 
-@pytest.fixture
-def any_cli(db_url):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_cli(request, tmp_path):
     """A CLI bound to a fresh, initialised database of each kind."""
-    c = Cli(db_url)
-    c("init")
-    return c
+    if request.param == "sqlite":
+        return _initialised(f"sqlite:///{tmp_path / 'moods.db'}", request)
+    server = request.getfixturevalue("pg_server")
+    return Cli(server.new_database(template=request.getfixturevalue("migrated_pg")))

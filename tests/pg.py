@@ -41,14 +41,16 @@ class PgServer:
     def url(self, dbname: str) -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{dbname}"
 
-    def new_database(self) -> str:
+    def new_database(self, template: str | None = None) -> str:
+        """A new database, empty or a copy of *template* (which nobody may be connected to)."""
         import psycopg
 
         self._counter += 1
         name = f"t{os.getpid()}_{self._counter}"
+        copy = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
                              autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)
 
     def stop(self) -> None:
