@@ -125,6 +125,7 @@ class WakeRequest:
     verbosity: str = "normal"
     dials: DialWords = BUILT_IN
     catch_up_tokens: int = 10_000
+    timezone: str = "UTC"  # the Mood's zone: times in the wake are shown in it, named
 
 
 # --- output -------------------------------------------------------------------
@@ -206,6 +207,7 @@ def compose(request: WakeRequest, *, config: WakeConfig, counter: Counter,
             summarizer: summarize.Summarizer | None, templates: str | Path | None = None) -> Wake:
     """Compose the wake for *request*.  Pure but for *summarizer*."""
     _check(request)
+    request = _in_zone(request)
     history = list(request.history)
     cu = catchup.build(history, budget=request.catch_up_tokens, now=request.now, counter=counter,
                        post_cap=config.post_cap_tokens, new_after_id=request.new_after_id)
@@ -292,6 +294,27 @@ def _prompt_tokens(before: str, cu: catchup.CatchUp, after: str, counter: Counte
 # --- the context the templates see ----------------------------------------------
 
 
+def _in_zone(request: WakeRequest) -> WakeRequest:
+    """The request with every time in the Mood's zone, so the wake's clock reads local."""
+    if request.timezone == "UTC":
+        return request
+    import dataclasses
+    import zoneinfo
+
+    zone = zoneinfo.ZoneInfo(request.timezone)
+
+    def post(p: WakePost) -> WakePost:
+        return dataclasses.replace(p, created_at=p.created_at.astimezone(zone))
+
+    cut = request.cut_off
+    if cut is not None and cut[0] is not None:
+        cut = CutOff(cut[0].astimezone(zone), cut[1])
+    return dataclasses.replace(
+        request, now=request.now.astimezone(zone), woke=[post(p) for p in request.woke],
+        history=[post(p) for p in request.history], cut_off=cut,
+        linked=[LinkedPost(m, post(p)) for m, p in request.linked])
+
+
 def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
     """Template variables, every person-written string escaped, big parts
     clipped to their *scale*-d share of the prompt cap."""
@@ -324,6 +347,7 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         if request.verbosity != "normal" else "",
         "new_count": _new_count(request),
         "tools": request.tools,
+        "zone": request.timezone,
         "todo_url": lines.one_line(config.todo_pattern.format(
             slug=urllib.parse.quote(request.mood, safe="")), 1_000) if config.todo_pattern else "",
         "etiquette_url": lines.one_line(config.etiquette_url, 1_000),
@@ -369,7 +393,7 @@ def _cut_off(request: WakeRequest) -> dict | None:
     if request.cut_off is None:
         return None
     at, why = request.cut_off
-    return {"at": lines.stamp(at, request.now) + " UTC" if at else "",
+    return {"at": f"{lines.stamp(at, request.now)} {request.timezone}" if at else "",
             "why": lines.one_line(why, 500)}
 
 
@@ -410,6 +434,7 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
     post = "[«sender», «time»] «text of the post; further lines indented»"
     return {
         "kind": kind, "mood_attr": "«slug»", "mood": "«slug»", "mood_title": "«Mood title»",
+        "zone": "«the Mood's time zone»",
         "agent": "«agent»", "woke": post, "woke_count": int(kind in ("mention", "consider", "cut-off")),
         "linked": "[«sender», «time», in «other-mood»] «a post a woke post linked to»",
         "linked_count": int(kind in ("mention", "consider")),

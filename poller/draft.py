@@ -86,7 +86,8 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
         settings_changed=extras.settings_changed, handed=extras.handed,
         refusals=extras.refusals, linked=extras.linked,
         discretion=values["discretion"], verbosity=values["verbosity"],
-        dials=ctx.dials, catch_up_tokens=values["catch_up_tokens"])
+        dials=ctx.dials, catch_up_tokens=values["catch_up_tokens"],
+        timezone=values.get("timezone", "UTC"))
     return Draft(agent, mood, kind, tools, request, answers, about_id, max(shown | {0}), extras)
 
 

@@ -53,6 +53,23 @@ def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
     return parse
 
 
+def _zone(raw: str) -> str:
+    """An IANA time zone name (``Europe/Berlin``), checked against the system's zone data."""
+    import zoneinfo
+
+    value = str(raw).strip()
+    if value.upper() == "UTC":
+        return "UTC"
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise errors.InvalidSetting(f"timezone must be an IANA time zone name such as "
+                                    f"Europe/Berlin, got {raw!r}") from None
+    return value
+
+
+_zone.range = "an IANA time zone name"  # for `set --help`
+
 WEEK_S = 7 * 24 * 3600
 
 KEYS: dict[str, Key] = {
@@ -78,6 +95,8 @@ KEYS: dict[str, Key] = {
             "turns one agent may have running at once"),
         Key("cooldown", 60, _int_range("cooldown", 0, 24 * 3600, "s"),
             "seconds after a turn completes before the next unprompted wake there"),
+        Key("timezone", "UTC", _zone,
+            "the time zone wakes show times in (an IANA name; the zone is named)"),
     )
 }
 
