@@ -106,6 +106,19 @@ class Poller:
                 self._dry = None
         return report
 
+    def start_listening(self, now: dt.datetime) -> int:
+        """Mark the store's starting point now, as a first cycle would; the newest post id.
+
+        What was posted up to now is history; everything after is heard.  On a
+        store a poller has already looked at, nothing changes.
+        """
+        with self._tx() as s:
+            self.ctx.agents = cycle.agents(s)
+            self.settings.refresh(s)
+            if not cycle.cursor_exists(s, "posts"):
+                scan.first_run(self.ctx, s, now)
+            return cycle.history_before(s) or 0
+
     def _lease(self, now: dt.datetime, report: TickReport) -> bool:
         """SQLite serves one poller at a time: take or renew the lease, or say who has it."""
         if self.store.dialect != "sqlite":
