@@ -259,3 +259,36 @@ def test_quiet_leaves_warnings_only_and_the_per_command_flags_still_work(cli):
     assert ("decision", "woke") in [(x["action"], x.get("code")) for x in records]
     assert cli.fails("-q", "tick", "-v").code == 2
     assert cli.fails("-q", "-v", "status").code == 2
+
+
+def test_every_listing_and_acting_command_takes_json():
+    import click
+
+    from poller.cli import cli as root
+
+    missing = []
+
+    def walk(cmd, path):
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(None):
+                walk(cmd.get_command(None, name), path + [name])
+        elif not any("--json" in getattr(p, "opts", []) for p in cmd.params):
+            missing.append(" ".join(path))
+
+    walk(root, [])
+    # `run` logs (global --log-json); `demo` is a guided tour printed for people.
+    assert sorted(missing) == ["demo", "run"]
+
+
+def test_person_and_agent_changes_print_json(cli):
+    import json
+
+    cli("person", "add", "ada")
+    assert json.loads(cli("person", "set", "ada", "--trust", "full", "--json").out)["trust"] == "full"
+    assert json.loads(cli("person", "trust", "ada", "look", "--json").out)["trust"] == "look"
+    cli("agent", "add", "bot", "--command", "cat")
+    out = json.loads(cli("agent", "set", "bot", "--command", "tac", "--json").out)
+    assert out["agent"] == "bot" and out["changed"]["command"] == "cat -> tac"
+    gone = json.loads(cli("agent", "remove", "bot", "--json").out)
+    assert gone["removed"]["handle"] == "bot" and gone["ended_wakes"] == []
+    assert json.loads(cli("person", "remove", "ada", "--json").out)["removed"]["handle"] == "ada"

@@ -36,10 +36,14 @@ def person_add(app: App, handle: str, trust: str, as_json: bool) -> None:
 @person.command("trust")
 @click.argument("handle")
 @click.argument("level", type=click.Choice(["full", "look", "none"]))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def person_trust(app: App, handle: str, level: str) -> None:
+def person_trust(app: App, handle: str, level: str, as_json: bool) -> None:
     """Change how far HANDLE is trusted."""
     p = app.store.set_trust(handle, level)
+    if as_json:
+        common.echo_json(p.to_json())
+        return
     click.echo(f"{p.handle} now has trust {p.trust}")
 
 
@@ -47,20 +51,28 @@ def person_trust(app: App, handle: str, level: str) -> None:
 @click.argument("handle")
 @click.option("--trust", "level", required=True, type=click.Choice(["full", "look", "none"]),
               help="full: may wake full-tool turns; look: look-only; none: a mention is just text.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def person_set(app: App, handle: str, level: str) -> None:
+def person_set(app: App, handle: str, level: str, as_json: bool) -> None:
     """Change how far HANDLE is trusted (as `person trust`)."""
     p = app.store.set_trust(handle, level)
+    if as_json:
+        common.echo_json(p.to_json())
+        return
     click.echo(f"{p.handle} now has trust {p.trust}")
 
 
 @person.command("remove")
 @click.argument("handle")
 @common.now_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def person_remove(app: App, handle: str) -> None:
+def person_remove(app: App, handle: str, as_json: bool) -> None:
     """Remove the person HANDLE: their posts stay, they can post no more, the handle is free."""
     r = app.store.retire_person(handle, app.now())
+    if as_json:
+        common.echo_json({"removed": r.who.to_json(), "ended_wakes": list(r.ended)})
+        return
     click.echo(f"removed person {r.who.handle} (their posts are kept; the handle is free)")
 
 
@@ -293,12 +305,13 @@ class TimeoutOrDefault(click.ParamType):
 @click.option("--workdir", metavar="DIR", help="Working directory of the turn ('' clears it).")
 @click.option("--run-as", "run_as", metavar="USER",
               help="--command, --claude-code: run the agent as this Unix user ('' clears it).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def agent_set(app: App, handle: str, command: str | None, claude_code: bool | None,
               session_dir: str | None, model: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
               allow_literal_secret: bool, timeout, workdir: str | None,
-              run_as: str | None) -> None:
+              run_as: str | None, as_json: bool) -> None:
     """Change how the agent HANDLE is woken and its limits; only the options given change.
 
     A new waker (--command, --claude-code or --url) drops the old one's
@@ -331,6 +344,11 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
                                "--header, --timeout, --workdir, --run-as or a Claude Code option")
     change = app.store.set_agent(handle, options=options, headers=parsed, **changes)
     changed = change.changed()
+    if as_json:
+        common.echo_json({"agent": change.after.handle,
+                          "changed": {OPTION_NAMES.get(w, w): _what_changed(change, w)
+                                      for w in changed}})
+        return
     if not changed:
         click.echo(f"agent {change.after.handle}: nothing changed")
         return
@@ -375,8 +393,9 @@ ENDED_BY_REMOVAL = "its agent was removed by an operator"
 @click.option("--force", is_flag=True,
               help="End its pending and running turns (recorded as cut off) and remove it.")
 @common.now_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def agent_remove(app: App, handle: str, force: bool) -> None:
+def agent_remove(app: App, handle: str, force: bool, as_json: bool) -> None:
     """Remove the agent HANDLE: it is woken no more and its handle is free again.
 
     Its posts, wakes and decisions are kept.  Refused while a turn of it is
@@ -390,6 +409,9 @@ def agent_remove(app: App, handle: str, force: bool) -> None:
         end_turn(store.counter, s, wake, ENDED_BY_REMOVAL, now, follow_up=False)
 
     r = store.retire_agent(handle, now, force=force, end_turn=end)
+    if as_json:
+        common.echo_json({"removed": r.who.to_json(), "ended_wakes": list(r.ended)})
+        return
     ended = (f"; ended {len(r.ended)} turn(s) (wake {', '.join(map(str, r.ended))})"
              if r.ended else "")
     click.echo(f"removed agent {r.who.handle}{ended} (its history is kept; the handle is free)")
