@@ -292,3 +292,8 @@ def test_person_and_agent_changes_print_json(cli):
     gone = json.loads(cli("agent", "remove", "bot", "--json").out)
     assert gone["removed"]["handle"] == "bot" and gone["ended_wakes"] == []
     assert json.loads(cli("person", "remove", "ada", "--json").out)["removed"]["handle"] == "ada"
+
+
+def test_an_agent_with_no_waker_or_two_is_a_usage_error(cli):
+    assert cli.fails("agent", "add", "bot").code == 2
+    assert cli.fails("agent", "add", "bot", "--command", "cat", "--url", "http://127.0.0.1:9/").code == 2

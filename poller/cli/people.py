@@ -170,7 +170,8 @@ def chosen_waker(*, command, claude_code, url, required: bool = True) -> str | N
     chosen = [(flag, waker) for (flag, waker), on in zip(WAKER_FLAGS, (command, claude_code, url))
               if on is not None and on is not False]
     if len(chosen) > 1 or (required and not chosen):
-        raise errors.UserError("give exactly one of --command, --claude-code or --url"
+        # A usage error (exit 2), like any other missing or clashing option.
+        raise click.UsageError("give exactly one of --command, --claude-code or --url"
                                + (f" (got {', '.join(f for f, _ in chosen)})" if chosen else ""))
     return chosen[0][1] if chosen else None
 
