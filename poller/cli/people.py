@@ -40,6 +40,10 @@ def person_add(app: App, handle: str, trust: str, as_json: bool) -> None:
 @pass_app
 def person_trust(app: App, handle: str, level: str, as_json: bool) -> None:
     """Change how far HANDLE is trusted."""
+    _set_trust(app, handle, level, as_json)
+
+
+def _set_trust(app: App, handle: str, level: str, as_json: bool) -> None:
     p = app.store.set_trust(handle, level)
     if as_json:
         common.echo_json(p.to_json())
@@ -55,11 +59,7 @@ def person_trust(app: App, handle: str, level: str, as_json: bool) -> None:
 @pass_app
 def person_set(app: App, handle: str, level: str, as_json: bool) -> None:
     """Change how far HANDLE is trusted (as `person trust`)."""
-    p = app.store.set_trust(handle, level)
-    if as_json:
-        common.echo_json(p.to_json())
-        return
-    click.echo(f"{p.handle} now has trust {p.trust}")
+    _set_trust(app, handle, level, as_json)
 
 
 @person.command("remove")

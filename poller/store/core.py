@@ -410,13 +410,7 @@ class Store:
         if len(note) > 500:
             raise errors.UserError("note too long (the limit is 500 characters)")
         with self.writing() as s:
-            mood_id = self._mood(s, mood).id if mood else None
-            agent_id = None
-            if agent:
-                a = self._participant(s, agent)
-                if a.kind != "agent":
-                    raise errors.NotFound(f"{a.handle!r} is a person, not an agent")
-                agent_id = a.id
+            mood_id, agent_id = self._slot(s, mood, agent)
             by_id = self._participant(s, by).id if by else None
             before = self._resolve(s, mood_id, agent_id, now)
             out = []
@@ -437,14 +431,20 @@ class Store:
                  agent: Optional[str] = None) -> dict[str, settings.Resolved]:
         """Settings as they apply to a Mood and agent named by slug and handle."""
         with self.reading() as s:
-            mood_id = self._mood(s, mood).id if mood else None
-            agent_id = None
-            if agent:
-                a = self._participant(s, agent)
-                if a.kind != "agent":
-                    raise errors.NotFound(f"{a.handle!r} is a person, not an agent")
-                agent_id = a.id
+            mood_id, agent_id = self._slot(s, mood, agent)
             return self._resolve(s, mood_id, agent_id, now)
+
+    def _slot(self, s: Session, mood: Optional[str],
+              agent: Optional[str]) -> tuple[Optional[int], Optional[int]]:
+        """The (Mood id, agent id) a slug and a handle name; None for "every"."""
+        mood_id = self._mood(s, mood).id if mood else None
+        agent_id = None
+        if agent:
+            a = self._participant(s, agent)
+            if a.kind != "agent":
+                raise errors.NotFound(f"{a.handle!r} is a person, not an agent")
+            agent_id = a.id
+        return mood_id, agent_id
 
     @staticmethod
     def _resolve(s: Session, mood_id, agent_id, now) -> dict[str, settings.Resolved]:
