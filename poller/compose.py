@@ -435,9 +435,9 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
     return {
         "kind": kind, "mood_attr": "«slug»", "mood": "«slug»", "mood_title": "«Mood title»",
         "zone": "«the Mood's time zone»",
-        "agent": "«agent»", "woke": post, "woke_count": int(kind in ("mention", "consider", "cut-off")),
+        "agent": "«agent»", "woke": post, "woke_count": int(kind in (WakeKind.MENTION, WakeKind.CONSIDER, WakeKind.CUT_OFF)),
         "linked": "[«sender», «time», in «other-mood»] «a post a woke post linked to»",
-        "linked_count": int(kind in ("mention", "consider")),
+        "linked_count": int(kind in (WakeKind.MENTION, WakeKind.CONSIDER)),
         "also_asked": [AlsoAsked("«other agent»", True)],
         "settings_changed": [SettingChange("«who»", "«key»", "«old»", "«new»")],
         "settings_more": 0,

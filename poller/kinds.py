@@ -33,6 +33,7 @@ class WakeStatus(StrEnum):
 
 IN_FLIGHT = (WakeStatus.PENDING, WakeStatus.RUNNING)
 FINISHED = (WakeStatus.REPLIED, WakeStatus.SILENT, WakeStatus.FAILED, WakeStatus.CUT_OFF)
+ANSWERED = (WakeStatus.REPLIED, WakeStatus.SILENT)  # the agent had its say (or chose silence)
 
 
 class Tools(StrEnum):

@@ -9,7 +9,7 @@ import click
 
 from poller import errors, secure
 from poller.cli import App, common, pass_app
-from poller.kinds import WakeKind, WakeStatus, names
+from poller.kinds import ANSWERED, WakeKind, WakeStatus, names
 
 
 def _poller(app: App, detach: bool):
@@ -218,7 +218,7 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
         seen = f" (x{d['count']}, last {d['last_at']})" if d["count"] > 1 else ""
         turn = d.get("turn")
         ended = ""
-        if turn and turn["status"] not in ("replied", "silent"):
+        if turn and turn["status"] not in ANSWERED:
             ended = f" -> {turn['status'].replace('_', ' ')}" + (f" ({turn['error']})"
                                                                   if turn["error"] else "")
         elif turn:
