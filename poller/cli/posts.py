@@ -11,17 +11,28 @@ from poller.cli import App, common, pass_app
 
 
 @click.command()
-@click.argument("slug")
-@click.argument("text")
-@click.option("--as", "sender", required=True, metavar="HANDLE", help="Who is posting.")
+@click.argument("slug", required=False)
+@click.argument("text", required=False)
+@click.option("--as", "sender", metavar="HANDLE", help="Who is posting.")
 @click.option("--at", "at", metavar="ISO8601", help="When it was posted (default: now).")
 @click.option("--reply-to", type=common.WHOLE, metavar="POST_ID", help="The post this answers.")
+@click.option("--stdin-jsonl", "jsonl", is_flag=True,
+              help='Import many posts from stdin, one JSON object a line: {"text": ..., '
+                   '"mood": SLUG, "as": HANDLE, "at": ISO8601}; SLUG and --as are the defaults. '
+                   'All are checked first, then written in one transaction, or none.')
 @click.option("--json", "as_json", is_flag=True, help="Print the new post as JSON (its id and more).")
 @common.now_option
 @pass_app
-def post(app: App, slug: str, text: str, sender: str, at: str | None,
-         reply_to: int | None, as_json: bool) -> None:
+def post(app: App, slug: str | None, text: str | None, sender: str | None, at: str | None,
+         reply_to: int | None, jsonl: bool, as_json: bool) -> None:
     """Post TEXT to the Mood SLUG (TEXT '-' reads stdin). Prints the new post's id."""
+    if jsonl:
+        if text is not None or reply_to is not None or at is not None:
+            raise click.UsageError("--stdin-jsonl takes no TEXT, --at or --reply-to "
+                                   "(each line has its own)")
+        return _import(app, slug, sender, as_json)
+    if slug is None or text is None or sender is None:
+        raise click.UsageError("post needs SLUG, TEXT and --as HANDLE (or --stdin-jsonl)")
     if text == "-":
         try:
             text = sys.stdin.buffer.read().decode("utf-8")
@@ -36,6 +47,49 @@ def post(app: App, slug: str, text: str, sender: str, at: str | None,
         click.echo("mood-poller: note: the poller has not run its first cycle on this store; "
                    "posts from before it are history and never answered: run `mood-poller tick` "
                    "(or `mood-poller run`) before posting", err=True)
+
+
+def _import(app: App, slug: str | None, sender: str | None, as_json: bool) -> None:
+    """Read JSON lines from stdin, check every one, then ingest them all in one transaction."""
+    import json
+
+    from poller import text as text_mod
+
+    items = []
+    try:
+        raw = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise errors.UserError(f"stdin is not valid UTF-8 (byte {exc.start})") from None
+    for n, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise errors.UserError(f"line {n}: not JSON ({exc.msg})") from None
+        if not isinstance(item, dict) or set(item) - {"text", "mood", "as", "at"}:
+            raise errors.UserError(f'line {n}: give an object with "text" and, if no default, '
+                                   f'"mood" and "as" (and "at"), nothing else')
+        body, mood, who = item.get("text"), item.get("mood", slug), item.get("as", sender)
+        if not all(isinstance(v, str) for v in (body, mood, who)):
+            raise errors.UserError(f'line {n}: "text", "mood" and "as" must be strings '
+                                   f"(SLUG and --as give defaults)")
+        stamp = item.get("at")
+        if stamp is not None and not isinstance(stamp, str):
+            raise errors.UserError(f'line {n}: "at" must be an ISO 8601 string')
+        try:
+            text_mod.check_post_text(body)
+            when = text_mod.parse_time(stamp, '"at"') if stamp else app.now()
+        except errors.UserError as exc:
+            raise errors.UserError(f"line {n}: {exc}") from None
+        items.append((mood, who, body, when))
+    if not items:
+        raise errors.UserError("no posts on stdin")
+    ids = app.store.add_posts(items)
+    if as_json:
+        common.echo_json(ids)
+    else:
+        click.echo("\n".join(map(str, ids)))
 
 
 @click.command()

@@ -1,0 +1,54 @@
+"""`post --stdin-jsonl`: many posts checked first, then ingested in one transaction, or none."""
+
+from __future__ import annotations
+
+import json
+
+
+def room(cli):
+    cli("mood", "add", "lobby")
+    cli("mood", "add", "attic")
+    cli("person", "add", "ada")
+    cli("person", "add", "bob")
+    cli("agent", "add", "bot", "--command", "cat")
+    return cli
+
+
+def lines(*items) -> str:
+    return "\n".join(json.dumps(i) for i in items) + "\n"
+
+
+def test_a_batch_lands_whole_with_defaults_times_and_mentions(any_cli):
+    c = room(any_cli)
+    out = c("post", "lobby", "--as", "ada", "--stdin-jsonl", "--json", input=lines(
+        {"text": "first"},
+        {"text": "hey @bot", "as": "bob", "at": "2026-11-30T12:00:00Z"},
+        {"text": "upstairs", "mood": "attic"})).out
+    ids = json.loads(out)
+    assert len(ids) == 3 and ids == sorted(ids)
+    lobby = json.loads(c("posts", "lobby", "--json").out)
+    assert [(p["sender"], p["text"]) for p in lobby] == [("ada", "first"), ("bob", "hey @bot")]
+    assert lobby[1]["created_at"] == "2026-11-30T12:00:00Z"
+    assert [p["text"] for p in json.loads(c("posts", "attic", "--json").out)] == ["upstairs"]
+
+
+def test_one_bad_line_writes_nothing_and_names_the_line(any_cli):
+    c = room(any_cli)
+    for bad, says in [
+        (lines({"text": "ok"}, {"text": ""}), "line 2: empty post"),
+        (lines({"text": "ok"}, {"text": "x", "at": "9999-01-01T00:00:00Z"}), "line 2:"),
+        ('{"text": "ok"}\nnot json\n', "line 2: not JSON"),
+        (lines({"text": "ok"}, {"text": "x", "as": "nobody"}), "nobody"),
+        (lines({"text": "ok"}, {"text": "x", "mood": "nowhere"}), "nowhere"),
+        (lines({"text": "ok", "extra": 1}), "line 1:"),
+        (lines({"text": "a\u0000b"}), "line 1:"),
+    ]:
+        r = c.fails("post", "lobby", "--as", "ada", "--stdin-jsonl", input=bad)
+        assert says in r.err and len(r.err.strip().splitlines()) == 1, (bad, r.err)
+    assert json.loads(c("posts", "lobby", "--json").out) == []
+
+
+def test_stdin_jsonl_and_a_text_do_not_mix(cli):
+    c = room(cli)
+    assert c.fails("post", "lobby", "hello", "--as", "ada", "--stdin-jsonl", input="").code == 2
+    assert c.fails("post", "lobby", "hello").code == 2  # no --as
