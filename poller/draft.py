@@ -115,7 +115,8 @@ def record(ctx: Context, s, draft: Draft, wake: compose.Wake, now: dt.datetime,
     if l is None:
         return None  # another poller holds it now
     cycle.lock_agent(s, draft.agent.id)
-    if (not cycle.agent_active(s, draft.agent.id)  # removed while the wake was composed
+    if (cycle.flag(s, "scram") is not None  # an emergency stop came while it was composed
+            or not cycle.agent_active(s, draft.agent.id)  # removed while it was composed
             or cycle.fingerprint(s, l, now) != draft.fingerprint
             or not reads.still_untaken(s, draft.extras)):
         return None
@@ -145,8 +146,11 @@ def after_wake(ctx: Context, s, l: Listener, draft: Draft, now: dt.datetime) -> 
         l.arrival_signin_id = next_arrival(ctx, s, l, now)
     if draft.kind == WakeKind.QUIET:
         l.quiet_due_at = None  # set again when the look settles
-    if draft.kind == WakeKind.CUT_OFF:
-        l.followup_of, l.followup_due_at = 0, None  # one follow-up per cut-off turn
+    if draft.kind == WakeKind.CUT_OFF or (
+            l.followup_of and draft.seen_id >= max(cycle.answers(s, l.followup_of), default=0)):
+        # One follow-up per cut-off turn, and none once a wake has shown the agent
+        # what that turn left unanswered.
+        l.followup_of, l.followup_due_at = 0, None
     l.due_at = None  # the turn's settling makes it due again
 
 

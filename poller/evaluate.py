@@ -75,8 +75,8 @@ def evaluate(ctx: Context, s, agent_id: int, mood_id: int, now: dt.datetime,
         l.hold_reason, l.hold_since = None, None
     pending = [t for t in retry if t is not None]
     untried = cycle.next_due(l, False, now)
-    if untried is not None and untried > now:
-        pending.append(untried)
+    if untried is not None:  # e.g. the next arrival, due now: looked at next cycle
+        pending.append(max(untried, now))
     l.due_at = min(pending) if pending else None
     return None
 

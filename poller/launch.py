@@ -112,7 +112,8 @@ class ThreadLauncher:
     def _run(self, runner, wake_id: int, clock, cancel: threading.Event) -> None:
         try:
             runner.run_turn(self.store, self.config, wake_id, clock, cancel)
-        except Exception:  # the thread must not die silently; recovery closes the turn
+        except Exception:  # the thread must not die silently: the next cycle's
+            # recovery sees a turn of this process that no thread runs, and closes it
             log.exception("turn %s failed in process", wake_id)
 
     def running(self) -> set[int]:

@@ -72,8 +72,9 @@ class Poller:
     def _tx(self):
         """A short write transaction, or the single rolled-back one of a dry run."""
         if self._dry is not None:
-            yield self._dry
-            self._dry.flush()
+            # A savepoint per step: a step that fails leaves the others standing.
+            with self._dry.begin_nested():
+                yield self._dry
             return
         with self.store.writing() as s:
             yield s

@@ -33,7 +33,7 @@ def recover(ctx: Context, now: dt.datetime, ours: set[int]) -> tuple[int, list[i
         for w in cycle.in_flight_on_host(s):
             if w.id in ours:
                 continue
-            if w.status == WakeStatus.RUNNING and not runner_alive(w.runner_pid):
+            if w.status == WakeStatus.RUNNING and not runner_alive(w.runner_pid, ours):
                 end_turn(ctx.counter, s, w, "its turn was cut off: the poller or its runner stopped "
                                     "during the turn", now)
                 closed += 1
@@ -49,7 +49,15 @@ def recover(ctx: Context, now: dt.datetime, ours: set[int]) -> tuple[int, list[i
     return closed, start
 
 
-def runner_alive(pid) -> bool:
+def runner_alive(pid, ours: set[int] = frozenset()) -> bool:
+    """Is the process that ran this turn still at it?
+
+    A turn whose runner pid is this very process, yet is not one of the turns
+    this process is running, was left by a thread that died (or by an earlier
+    poller whose pid this one reuses): nobody is running it.
+    """
+    if pid == os.getpid():
+        return False
     return any(pid_alive(pid, marker) for marker in RUNNER_MARKERS)
 
 

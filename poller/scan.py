@@ -36,11 +36,11 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
         addressed = mentioned.get(r.id, set())
         if r.sender_trust == Trust.NONE and r.sender_kind == ParticipantKind.PERSON:
             addressed = set()  # people with trust none: a mention is just text
-        try:
-            for agent_id in agent_ids:
+        for agent_id in agent_ids:
+            try:
                 apply_post(ctx, listeners[(agent_id, r.mood_id)], r, agent_id, addressed, now, owed)
-        except Exception as exc:  # one bad row must not stop every Mood
-            set_aside(s, "post", r.id, r.mood_id, exc, now)
+            except Exception as exc:  # one bad row must not stop every Mood, nor other agents
+                set_aside(s, "post", r.id, r.mood_id, exc, now)
     s.add_all(Owed(agent_id=a, post_id=p, mood_id=m) for a, p, m in owed)
     owed_pairs = {(a, m) for a, _, m in owed}
     for pair, row in listeners.items():

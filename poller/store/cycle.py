@@ -216,7 +216,9 @@ def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[in
     if not pairs:
         return {}
     moods = {m for _, m in pairs}
-    q = sa.select(Listener).where(Listener.mood_id.in_(moods))
+    # Locked: a poller evaluating one of them elsewhere finishes first, so its
+    # changes are not overwritten by this transaction's.
+    q = for_update(s, sa.select(Listener).where(Listener.mood_id.in_(moods)))
     found = {(l.agent_id, l.mood_id): l for l in s.scalars(q) if (l.agent_id, l.mood_id) in pairs}
     for agent_id, mood_id in pairs - set(found):
         row = Listener(agent_id=agent_id, mood_id=mood_id, last_person_id=0, looked_id=0,

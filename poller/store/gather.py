@@ -88,7 +88,11 @@ def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[compose.CutOff]
     last = cycle.last_finished(s, agent_id, mood_id)
     if last is None or last.status not in (WakeStatus.FAILED, WakeStatus.CUT_OFF):
         return None
-    return compose.CutOff(last.finished_at, last.error or last.status.replace("_", " "))
+    # A failure's recorded error holds the agent's own output (stderr, an HTTP
+    # body): it stays in the record, and the wake says only that it failed.
+    # A cut-off's reason is the service's own words (a timeout, a restart).
+    why = "it failed before it could reply" if last.status == WakeStatus.FAILED else last.error
+    return compose.CutOff(last.finished_at, why or "it was cut off")
 
 
 # -- the optional lines ---------------------------------------------------------------
@@ -121,15 +125,16 @@ def extras(s: Session, agent_id: int, mood_id: int, woke: Sequence[compose.WakeP
 
 def still_untaken(s: Session, ex: Extras) -> bool:
     """True if no other wake has taken this handed context or these refusals meanwhile."""
+    # Locked until the wake is recorded, so two pollers cannot both take them.
     if ex.handoff_ids:
-        q = sa.select(sa.func.count()).where(Handoff.id.in_(ex.handoff_ids),
-                                             Handoff.taken_wake_id.is_(None))
-        if s.scalar(q) != len(ex.handoff_ids):
+        q = cycle.for_update(s, sa.select(Handoff.id).where(Handoff.id.in_(ex.handoff_ids),
+                                                            Handoff.taken_wake_id.is_(None)))
+        if len(s.scalars(q).all()) != len(ex.handoff_ids):
             return False
     if ex.refusal_ids:
-        q = sa.select(sa.func.count()).where(Refusal.id.in_(ex.refusal_ids),
-                                             Refusal.reported_wake_id.is_(None))
-        if s.scalar(q) != len(ex.refusal_ids):
+        q = cycle.for_update(s, sa.select(Refusal.id).where(Refusal.id.in_(ex.refusal_ids),
+                                                            Refusal.reported_wake_id.is_(None)))
+        if len(s.scalars(q).all()) != len(ex.refusal_ids):
             return False
     return True
 

@@ -52,6 +52,8 @@ def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Cl
         w = s.scalar(cycle.for_update(s, sa.select(Wake).where(Wake.id == wake_id)))
         if w is None or w.status != WakeStatus.PENDING:
             return None
+        if cycle.flag(s, "scram") is not None:
+            return None  # no turn starts during an emergency stop; recovery starts it after
         w.status, w.started_at, w.runner_pid, w.host = WakeStatus.RUNNING, now, pid, procs.HOST
         w.heartbeat_at = now
         agent = AgentInfo.from_rows(s.get(Participant, w.agent_id), s.get(Agent, w.agent_id))
