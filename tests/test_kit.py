@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Cli
+from conftest import REPO, Cli, unavailable
 
 KIT = REPO / "memory-lane"
 UNITS = sorted(p.name for p in KIT.iterdir() if p.suffix in (".service", ".timer"))
@@ -44,7 +44,7 @@ def need(*tools: str) -> None:
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"{', '.join(missing)} missing in CI: scripts/test.sh must install it")
-        pytest.skip(f"needs {', '.join(missing)}")
+        unavailable(f"needs {', '.join(missing)}")
 
 
 def installed_script() -> str:
@@ -52,7 +52,7 @@ def installed_script() -> str:
     beside = Path(sys.executable).parent / "mood-poller"
     found = str(beside) if os.access(beside, os.X_OK) else shutil.which("mood-poller")
     if not found:
-        pytest.skip("no installed mood-poller script")
+        unavailable("no installed mood-poller script")
     return found
 
 
@@ -326,7 +326,7 @@ class AsUser:
 def throwaway_user():
     """A system user with a group of its own, created for one test and removed after it."""
     if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        pytest.skip("creating a user and switching to it needs root on Linux")
+        unavailable("creating a user and switching to it needs root on Linux")
     need("useradd", "userdel", "setpriv")
     name = f"mpkit{random.randrange(100000)}"
     subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
@@ -359,7 +359,7 @@ def as_user(throwaway_user):
             yield AsUser(user, become, [sys.executable])
             return
         if sys.prefix != sys.base_prefix or not shutil.which("unshare"):
-            pytest.skip(f"user {user.pw_name} cannot run {sys.executable}")
+            unavailable(f"user {user.pw_name} cannot run {sys.executable}")
         mount = shared / "python"
         mount.mkdir(mode=0o755)
         exe = os.path.relpath(os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix))
@@ -370,7 +370,7 @@ def as_user(throwaway_user):
         python = ["env", f"LD_LIBRARY_PATH={library}", str(mount / exe)]
         r = subprocess.run(prefix + python + check, cwd=shared, capture_output=True, text=True)
         if r.returncode != 0:
-            pytest.skip(f"user {user.pw_name} cannot run the project's Python: {r.stderr[-300:]}")
+            unavailable(f"user {user.pw_name} cannot run the project's Python: {r.stderr[-300:]}")
         yield AsUser(user, prefix, python)
     finally:
         shutil.rmtree(shared, ignore_errors=True)

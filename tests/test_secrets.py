@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from agents import agent_command
-from conftest import REPO, Cli
+from conftest import REPO, Cli, unavailable
 from poller import secure, wakers
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
@@ -123,9 +123,9 @@ def shared():
 def throwaway_user():
     """A system user with no home, created for one test and removed after it."""
     if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        pytest.skip("creating a user and switching to it needs root on Linux")
+        unavailable("creating a user and switching to it needs root on Linux")
     if not (shutil.which("useradd") and shutil.which("userdel") and shutil.which("setpriv")):
-        pytest.skip("needs useradd, userdel and setpriv")
+        unavailable("needs useradd, userdel and setpriv")
     name = f"mpagent{random.randrange(32768)}"
     subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
                     name], check=True, capture_output=True)
@@ -148,7 +148,7 @@ def python_as(user: pwd.struct_passwd, shared: Path) -> list[str]:
     if subprocess.run(direct + check, cwd=shared, capture_output=True).returncode == 0:
         return direct
     if sys.prefix != sys.base_prefix or not shutil.which("unshare"):
-        pytest.skip(f"user {user.pw_name} cannot run {sys.executable}")
+        unavailable(f"user {user.pw_name} cannot run {sys.executable}")
     mount = shared / "python"
     mount.mkdir(mode=0o755)
     exe = os.path.relpath(os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix))
@@ -159,7 +159,7 @@ def python_as(user: pwd.struct_passwd, shared: Path) -> list[str]:
                + become + ["env", f"LD_LIBRARY_PATH={library}", str(mount / exe)])
     r = subprocess.run(mounted + check, cwd=shared, capture_output=True, text=True)
     if r.returncode != 0:
-        pytest.skip(f"user {user.pw_name} cannot run the project's Python: {r.stderr[-300:]}")
+        unavailable(f"user {user.pw_name} cannot run the project's Python: {r.stderr[-300:]}")
     return mounted
 
 
