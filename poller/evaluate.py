@@ -57,11 +57,14 @@ def evaluate(ctx: Context, s, agent_id: int, mood_id: int, now: dt.datetime,
     resolved = ctx.settings.resolve(mood_id, agent_id, now)
     values = {k: r.value for k, r in resolved.items()}
     owed = cycle.owed_posts(s, agent_id, mood_id)
-    base = base_facts(ctx, s, l, mood, resolved, values, now)
+    base: Optional[dict] = None  # read only when a kind gets past the settings' gates
     retry: list[Optional[dt.datetime]] = []
     for kind in due_kinds(l, owed, now):
-        facts = law.Facts(kind=kind, **base, **kind_facts(ctx, s, kind, l, owed, now))
-        decision = law.decide(facts)
+        decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until)
+        if decision is None:
+            base = base or base_facts(ctx, s, l, mood, resolved, values, now)
+            decision = law.decide(law.Facts(kind=kind, **base,
+                                            **kind_facts(ctx, s, kind, l, owed, now)))
         if decision.outcome == Outcome.WAKE:
             d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now)
             d.fingerprint, d.decision = cycle.fingerprint(s, l, now), decision

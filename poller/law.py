@@ -75,6 +75,15 @@ def decide(f: Facts) -> Decision:
     return WAKE
 
 
+def gate(kind: str, now: dt.datetime, settings: dict, archived: bool = False,
+         listening_until: Optional[dt.datetime] = None) -> Optional[Decision]:
+    """The rules that need no facts beyond the settings and the Mood (listening,
+    archived): what ``decide`` would say first, or None.  The loop asks this
+    before it reads anything else, so a pair the settings rule out costs nothing."""
+    return _gates(Facts(kind=kind, now=now, settings=settings, archived=archived,
+                        listening_until=listening_until))
+
+
 def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> Decision:
     """A mention is held (it stays owed); anything else (a cut-off's follow-up too) is deferred."""
     return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.DEFER, reason, next_due)

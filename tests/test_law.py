@@ -95,3 +95,21 @@ def test_quiet_needs_a_recent_person_and_idle_on():
 def test_bot_loop_holds_at_the_cap():
     assert law.decide(facts("mention", bot_chain=3, bot_chain_cap=3)).code == "held:bot-loop"
     assert law.decide(facts("mention", bot_chain=2, bot_chain_cap=3)).outcome == "wake"
+
+
+def test_the_gate_says_what_decide_says_first_whenever_it_speaks():
+    """The loop asks `gate` before reading any fact: it must agree with `decide`."""
+    import itertools
+
+    now = NOW
+    for kind, listening, archived in itertools.product(
+            law.KINDS, ("on", "mentions", "off"), (False, True)):
+        values = dict(DEFAULTS, listening=listening)
+        until = now + dt.timedelta(hours=1) if listening == "off" else None
+        gated = law.gate(kind, now, values, archived, until)
+        full = law.decide(law.Facts(kind=kind, now=now, settings=values, archived=archived,
+                                    listening_until=until, busy_here=True))
+        if gated is not None:
+            assert gated == full, (kind, listening, archived)
+        else:
+            assert full.reason not in ("archived", "listening-off", "listening-mentions")
