@@ -8,8 +8,6 @@ wording, so a better parser applies to old copies too.
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Protocol
 
 from poller.store import dialcache
@@ -18,30 +16,8 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 
-@dataclass(frozen=True)
-class PageCopy:
-    """One fetched revision of the dials page."""
-
-    site: str
-    title: str
-    revid: int
-    wikitext: str
-    protected: Optional[bool]  # from anonymous edits; None: unknown
-    fetched_at: dt.datetime  # aware UTC
-
-    def age(self, now: dt.datetime) -> dt.timedelta:
-        return now - self.fetched_at
-
-    @classmethod
-    def from_record(cls, record: dialcache.DialCopy) -> "PageCopy":
-        return cls(site=record.site, title=record.title, revid=record.revid,
-                   wikitext=record.wikitext, protected=record.protected,
-                   fetched_at=record.fetched_at)
-
-    def to_record(self) -> dialcache.DialCopy:
-        return dialcache.DialCopy(site=self.site, title=self.title, revid=self.revid,
-                                  wikitext=self.wikitext, protected=self.protected,
-                                  fetched_at=self.fetched_at)
+# One fetched revision of the dials page: the store's record, used as it is.
+PageCopy = dialcache.DialCopy
 
 
 class Cache(Protocol):
@@ -57,8 +33,7 @@ class DbCache:
         self.engine = engine
 
     def load(self, site: str, title: str) -> Optional[PageCopy]:
-        found = dialcache.load_copy(self.engine, site, title)
-        return PageCopy.from_record(found) if found else None
+        return dialcache.load_copy(self.engine, site, title)
 
     def save(self, copy: PageCopy) -> None:
-        dialcache.save_copy(self.engine, copy.to_record())
+        dialcache.save_copy(self.engine, copy)

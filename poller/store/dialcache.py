@@ -29,6 +29,9 @@ class DialCopy:
     protected: Optional[bool]  # from anonymous edits; None: unknown
     fetched_at: dt.datetime  # aware UTC
 
+    def age(self, now: dt.datetime) -> dt.timedelta:
+        return now - self.fetched_at
+
     @classmethod
     def from_row(cls, row: DialCache) -> "DialCopy":
         return cls(site=row.site, title=row.title, revid=row.revid, wikitext=row.wikitext,
