@@ -118,7 +118,7 @@ def test_a_value_from_the_environment_is_checked_and_named(tmp_path):
 
 
 @pytest.mark.parametrize("body", [
-    f"[wiki]\nbot_password = 12345\n",
+    "[wiki]\nbot_password = 12345\n",
     f"[summarizer]\napi_key = [\"{SECRET}\"]\n",
     f"[wiki]\nbot_password = {{ value = \"{SECRET}\" }}\n",
     f"[database]\nurl = \"{SECRET}\"\n",

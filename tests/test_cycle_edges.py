@@ -8,7 +8,6 @@ import json
 
 from agents import agent_command, open_gate
 from poller import draft, evaluate, runner
-from waiting import wait_for
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+import units
+import users
 from conftest import REPO, Cli, unavailable
 
 KIT = REPO / "memory-lane"
@@ -58,20 +60,7 @@ def installed_script() -> str:
 
 def parse_unit(text: str) -> tuple[configparser.RawConfigParser, dict[str, list[str]]]:
     """The unit as INI, and every ``Section.Key`` with its values in order (keys repeat)."""
-    parser = configparser.RawConfigParser(strict=False, delimiters=("=",),
-                                          comment_prefixes=("#", ";"), interpolation=None)
-    parser.optionxform = str
-    parser.read_string(text)
-    multi: dict[str, list[str]] = {}
-    section = ""
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("["):
-            section = line.strip("[]")
-        elif line and not line.startswith(("#", ";")):
-            key, _, value = line.partition("=")
-            multi.setdefault(f"{section}.{key}", []).append(value)
-    return parser, multi
+    return units.parse(text)
 
 
 @pytest.fixture
@@ -350,27 +339,9 @@ def as_user(throwaway_user):
     say), it is bind-mounted into a shared directory in a private mount namespace.
     """
     user = throwaway_user
-    become = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", "--"]
     shared = temp_root()
-    check = ["-c", "import poller.cli, sqlalchemy, tiktoken_ext"]
     try:
-        if subprocess.run(become + [sys.executable] + check, cwd=shared,
-                          capture_output=True).returncode == 0:
-            yield AsUser(user, become, [sys.executable])
-            return
-        if sys.prefix != sys.base_prefix or not shutil.which("unshare"):
-            unavailable(f"user {user.pw_name} cannot run {sys.executable}")
-        mount = shared / "python"
-        mount.mkdir(mode=0o755)
-        exe = os.path.relpath(os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix))
-        library = ":".join(filter(None, [str(mount / "lib"), os.environ.get("LD_LIBRARY_PATH")]))
-        prefix = (["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                   'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh",
-                   os.path.realpath(sys.base_prefix), str(mount)] + become)
-        python = ["env", f"LD_LIBRARY_PATH={library}", str(mount / exe)]
-        r = subprocess.run(prefix + python + check, cwd=shared, capture_output=True, text=True)
-        if r.returncode != 0:
-            unavailable(f"user {user.pw_name} cannot run the project's Python: {r.stderr[-300:]}")
+        prefix, python = users.python_as(user, shared, groups="--init-groups")
         yield AsUser(user, prefix, python)
     finally:
         shutil.rmtree(shared, ignore_errors=True)

@@ -12,6 +12,7 @@ import tomllib
 
 import pytest
 
+import units
 from agents import agent_command
 from conftest import REPO, Cli
 from poller import config
@@ -119,21 +120,7 @@ def test_the_example_config_passes_config_check():
 
 def unit(name: str) -> tuple[configparser.RawConfigParser, dict[str, list[str]]]:
     """The unit parsed as INI, and every (section.key -> values) with repeats kept."""
-    text = (KIT / name).read_text()
-    parser = configparser.RawConfigParser(strict=False, delimiters=("=",),
-                                          comment_prefixes=("#", ";"))
-    parser.optionxform = str
-    parser.read_string(text)
-    multi: dict[str, list[str]] = {}
-    section = ""
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("["):
-            section = line.strip("[]")
-        elif line and not line.startswith(("#", ";")):
-            key, _, value = line.partition("=")
-            multi.setdefault(f"{section}.{key}", []).append(value)
-    return parser, multi
+    return units.parse((KIT / name).read_text())
 
 
 def test_the_service_unit_runs_the_loop_restarts_on_failure_and_is_hardened():

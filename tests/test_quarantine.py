@@ -11,7 +11,7 @@ import sys
 
 import sqlalchemy as sa
 
-from agents import agent_command, wakes_seen
+from agents import agent_command
 from poller import evaluate
 from waiting import wait_for
 

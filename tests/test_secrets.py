@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from agents import agent_command
+import users
 from conftest import REPO, Cli, unavailable
 from poller import secure, wakers
 
@@ -136,31 +137,9 @@ def throwaway_user():
 
 
 def python_as(user: pwd.struct_passwd, shared: Path) -> list[str]:
-    """The argv prefix that runs this test's Python (and the project) as *user*.
-
-    Where the interpreter lives somewhere *user* cannot enter (a pyenv under
-    /root, say), it is bind-mounted into *shared* in a private mount
-    namespace that the poller, its runners and the agent all share.
-    """
-    become = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "--"]
-    check = ["-c", "import poller.cli, sqlalchemy, tiktoken_ext"]
-    direct = become + [sys.executable]
-    if subprocess.run(direct + check, cwd=shared, capture_output=True).returncode == 0:
-        return direct
-    if sys.prefix != sys.base_prefix or not shutil.which("unshare"):
-        unavailable(f"user {user.pw_name} cannot run {sys.executable}")
-    mount = shared / "python"
-    mount.mkdir(mode=0o755)
-    exe = os.path.relpath(os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix))
-    library = ":".join(filter(None, [str(mount / "lib"), os.environ.get("LD_LIBRARY_PATH")]))
-    mounted = (["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh",
-                os.path.realpath(sys.base_prefix), str(mount)]
-               + become + ["env", f"LD_LIBRARY_PATH={library}", str(mount / exe)])
-    r = subprocess.run(mounted + check, cwd=shared, capture_output=True, text=True)
-    if r.returncode != 0:
-        unavailable(f"user {user.pw_name} cannot run the project's Python: {r.stderr[-300:]}")
-    return mounted
+    """The argv prefix that runs this test's Python (and the project) as *user*."""
+    prefix, python = users.python_as(user, shared)
+    return prefix + python
 
 
 def poller_env(db_url: str, **extra: str) -> dict[str, str]:

@@ -14,7 +14,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import sqlalchemy as sa

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
-import re
 import sys
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING
