@@ -50,10 +50,15 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
     """Read everything the wake will say, inside the deciding transaction."""
     woke: list[compose.WakePost] = []
     arrival, about_id, answers = None, None, []
-    if kind == WakeKind.MENTION:
-        woke, answers = reads.posts_by_id(s, owed), list(owed)
+    if kind in (WakeKind.MENTION, WakeKind.CUT_OFF):
+        # The posts that called it (for a cut-off's follow-up: those its cut-off
+        # turn was woken for, still unanswered) and what was said since it last spoke.
+        if kind == WakeKind.MENTION:
+            woke, answers = reads.posts_by_id(s, owed), list(owed)
+        else:
+            woke = reads.posts_by_id(s, cycle.answers(s, l.followup_of))
         hist, earlier = reads.history(s, mood.id, cycle.last_spoke_id(s, agent.id, mood.id),
-                                      set(owed))
+                                      {p.id for p in woke})
         new_after = None
     else:
         hist, _ = reads.history(s, mood.id, 0, set())
@@ -68,13 +73,6 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
             who = cycle.signin(s, l.arrival_signin_id)
             about_id = who.participant_id
             arrival = compose.Arrival(who.handle, who.label or who.handle, who.trust)
-        elif kind == WakeKind.CUT_OFF:
-            # The posts the cut-off turn was woken for, still unanswered, and
-            # what was said since the agent last spoke; always look-only.
-            woke = reads.posts_by_id(s, cycle.answers(s, l.followup_of))
-            hist, earlier = reads.history(s, mood.id, cycle.last_spoke_id(s, agent.id, mood.id),
-                                          {p.id for p in woke})
-            new_after = None
     tools = force_tools or tools_for(s, kind, owed)
     shown = {p.id for p in woke} | {p.id for p in hist}
     extras = reads.extras(s, agent.id, mood.id, woke, shown, now)
