@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -246,3 +247,64 @@ def test_init_gives_up_on_a_held_sqlite_lock_with_exit_75(tmp_path, monkeypatch)
     assert r.code == EX_TEMPFAIL
     assert "another `mood-poller init` is migrating" in one_line(r)
     assert "schema empty ->" in Cli(url)("init").out
+
+
+# -- processes opening one fresh SQLite file together -------------------------------------------
+
+OPENER = """
+import sys, time
+from pathlib import Path
+from poller.store import db
+go = Path(sys.argv[1])
+print("ready", flush=True)
+while not go.exists():
+    time.sleep(0.001)
+db.make_engine(sys.argv[2]).dispose()
+print("opened", flush=True)
+"""
+
+
+def test_processes_opening_one_fresh_sqlite_file_together_all_open_it(tmp_path):
+    # Switching a fresh file to WAL from several connections at once is a lock
+    # deadlock SQLite settles by failing one of them at once, without waiting.
+    # Each round races four openers of a new file; none may fail.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOOD_")}
+    for round_ in range(12):
+        go = tmp_path / f"go{round_}"
+        url = f"sqlite:///{tmp_path / f'r{round_}.db'}"
+        procs = [subprocess.Popen([sys.executable, "-c", OPENER, str(go), url], cwd=REPO, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(4)]
+        for p in procs:
+            assert p.stdout.readline().strip() == "ready"
+        go.touch()
+        for p in procs:
+            out, err = p.communicate(timeout=180)
+            assert p.returncode == 0 and out.strip() == "opened", err
+
+
+class LockedTwice:
+    """A cursor whose first two WAL switches meet the deadlock."""
+
+    def __init__(self, message: str = "database is locked"):
+        self.calls, self.message = 0, message
+
+    def execute(self, sql):
+        self.calls += 1
+        if self.calls <= 2:
+            raise sqlite3.OperationalError(self.message)
+
+
+def test_entering_wal_retries_a_locked_switch():
+    cur = LockedTwice()
+    db._enter_wal(cur)
+    assert cur.calls == 3
+
+
+def test_entering_wal_gives_up_at_its_deadline_and_passes_other_errors_at_once():
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        db._enter_wal(LockedTwice(), deadline_s=0)
+    other = LockedTwice("disk I/O error")
+    with pytest.raises(sqlite3.OperationalError, match="disk"):
+        db._enter_wal(other)
+    assert other.calls == 1

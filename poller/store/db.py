@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,8 +131,8 @@ def _sqlite_engine(parsed) -> Engine:
         # transaction (BEGIN IMMEDIATE) instead of failing halfway through.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        _enter_wal(cur)
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
@@ -141,6 +142,27 @@ def _sqlite_engine(parsed) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("sqlite_write") else "BEGIN")
 
     return engine
+
+
+def _enter_wal(cur, deadline_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000) -> None:
+    """Put the file in WAL mode, waiting out other connections doing the same.
+
+    Two connections that both hold a shared lock and both want the exclusive
+    lock the switch needs are a deadlock SQLite breaks by failing one of them
+    at once ("database is locked"), without its busy handler.  That happens
+    when processes open a fresh file together; retry it in short steps.
+    """
+    give_up = time.monotonic() + deadline_s
+    step = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= give_up:
+                raise
+        time.sleep(step)
+        step = min(step * 2, 0.1)
 
 
 def _private_file(path: Path) -> None:
