@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any, Optional
 
 from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer,
-                        MetaData, String, Text, TypeDecorator, UniqueConstraint)
+                        MetaData, String, Text, TypeDecorator, UniqueConstraint, false)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -77,6 +77,8 @@ class Participant(Base):
     trust: Mapped[str] = mapped_column(String(8), default="look")  # full | look | none
     created_at: Mapped[dt.datetime]
     retired_at: Mapped[Optional[dt.datetime]]  # removed: may no longer post
+    # May use the operators' pages and API and the emergency stop (migration 0009).
+    operator: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Agent(Base):
@@ -393,3 +395,43 @@ class Quarantine(Base):
     at: Mapped[dt.datetime]
     last_at: Mapped[dt.datetime]
     count: Mapped[int] = mapped_column(Integer, default=1)
+
+
+# -- The front door: people's tokens, web sessions, pollers' beats (migration 0009) ----------
+
+
+class PersonToken(Base):
+    """A person's API token: only its SHA-256 is kept; the token is shown once."""
+
+    __tablename__ = "person_tokens"
+    __table_args__ = (Index("ix_person_tokens_participant", "participant_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    participant_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[dt.datetime]
+    revoked_at: Mapped[Optional[dt.datetime]]
+
+
+class WebSession(Base):
+    """A signed-in browser: the cookie's SHA-256, and the token it was opened with
+    (revoking the token ends the session)."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("person_tokens.id"))
+    created_at: Mapped[dt.datetime]
+    expires_at: Mapped[dt.datetime]
+
+
+class PollerBeat(Base):
+    """A running poller's last cycle: what ``/healthz`` and ``mood-poller health`` read."""
+
+    __tablename__ = "poller_beats"
+
+    holder: Mapped[str] = mapped_column(String(100), primary_key=True)
+    at: Mapped[dt.datetime]
+    interval: Mapped[float]
+    took: Mapped[float]  # seconds the cycle took
