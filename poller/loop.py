@@ -30,7 +30,7 @@ import uuid
 from typing import Callable, Optional
 
 from poller import clock as clock_mod, config as config_mod, draft as drafts, errors, evaluate
-from poller import launch, recover, scan, summarize, text
+from poller import launch, nudge, recover, scan, summarize, text
 from poller.context import Context, Planned, TickReport
 from poller import procs
 from poller.store import Store, cycle
@@ -239,7 +239,12 @@ class Poller:
 
     def run(self, interval: float, stop: threading.Event,
             clock: Callable[[], dt.datetime] = clock_mod.SYSTEM) -> None:
+        """Cycle every *interval* seconds, and at once when something is committed.
+
+        Whoever sets *stop* rings :data:`poller.nudge.BELL` so the sleep ends.
+        """
         waiting_logged = False
+        listener = self.listen_for_commits()
         try:
             while not stop.is_set():
                 report = self._tick_or_retry(clock())
@@ -251,9 +256,22 @@ class Poller:
                 else:
                     waiting_logged = False
                 self.reap()
-                stop.wait(interval)
+                if not stop.is_set():
+                    nudge.BELL.sleep(interval)
         finally:
+            listener.close()
             self.shutdown(clock())
+
+    def listen_for_commits(self) -> nudge.Listener:
+        """Have other processes' commits ring this process's bell (see poller.nudge)."""
+        listener = nudge.Listener()
+        url = self.store.engine.url
+        if self.store.dialect == "postgresql":
+            listener.listen_postgresql(
+                url.set(drivername="postgresql").render_as_string(hide_password=False))
+        elif url.database and url.database != ":memory:":
+            listener.listen_sqlite(url.database)
+        return listener
 
     def _tick_or_retry(self, now: dt.datetime) -> Optional[TickReport]:
         import sqlalchemy as sa

@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from poller import errors, secure
+from poller import errors, nudge, secure
 from poller.cli import App, common, pass_app
 from poller.kinds import ANSWERED, WakeKind, WakeStatus, names
 
@@ -122,7 +122,7 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None
     poller = _poller(app, detach=False)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda *_: (stop.set(), nudge.BELL.ring()))
     import logging
 
     logging.getLogger("poller").info("poller %s running every %gs", poller.holder, interval,

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
-from poller import errors, settings, text, tokens, values
+from poller import errors, nudge, settings, text, tokens, values
 from poller.models import (Agent, Listener, Mention, Mood, Owed, Participant, Post, Setting,
                            SignIn, Wake)
 
@@ -565,7 +565,29 @@ CURSOR_TABLES_LOCK = 7_351_001  # an arbitrary application-wide advisory lock ke
 
 @event.listens_for(Session, "before_flush")
 def _serialise_cursor_tables(session: Session, _context, _instances) -> None:
+    if not any(isinstance(obj, (Post, SignIn, Setting)) for obj in session.new):
+        return
+    first = not session.info.get(NUDGE)
+    session.info[NUDGE] = True
     if session.get_bind().dialect.name != "postgresql":
         return
-    if any(isinstance(obj, (Post, SignIn, Setting)) for obj in session.new):
-        session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": CURSOR_TABLES_LOCK})
+    session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": CURSOR_TABLES_LOCK})
+    if first:  # delivered to the LISTENing loops when (and only if) this commits
+        session.execute(sa.text(f"NOTIFY {nudge.CHANNEL}"))
+
+
+# A commit that added posts, sign-ins or settings wakes the loops at once (see
+# poller.nudge); a rolled-back one wakes nobody.
+NUDGE = "mood_poller_nudge"
+
+
+@event.listens_for(Session, "after_commit")
+def _nudge_loops(session: Session) -> None:
+    if session.info.pop(NUDGE, False):
+        url = session.get_bind().url
+        nudge.committed(url.database if url.get_backend_name() == "sqlite" else None)
+
+
+@event.listens_for(Session, "after_rollback")
+def _forget_nudge(session: Session) -> None:
+    session.info.pop(NUDGE, None)
