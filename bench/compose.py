@@ -1,30 +1,58 @@
-"""How fast is a wake composed?  Run with plain ``python bench/compose.py``.
+"""How long does a wake take from decided to recorded, on the path the poller runs?
 
-Builds a Mood of 5,000 posts of mixed content (prose, code, URLs, emoji, CJK,
-long numbers), with token counts computed once as at ingest, and composes a
-mention wake with a 10,000-token catch-up and the extractive digest of the
-rest.  Prints the machine, the median compose time and the tokens used.
+A Mood of 5,000 posts of mixed content (prose, code, URLs, emoji, CJK, long
+numbers), ingested through ``Store.add_posts`` (token counts stored once, as
+in production).  Each run posts one mention of a different agent (so every
+wake reads the Mood's full recent history: none of them has spoken there) and
+runs one real, committing cycle (``Poller.tick``) with ``listening =
+mentions``.  Inside that cycle the bench times only the three steps that
+turn a decided wake into a recorded one, through ``poller.draft``:
+
+- **gather**: the database reads of what the wake says (the newest
+  ``gather.HISTORY_POSTS`` posts and the count of older ones, the optional
+  lines), inside the deciding transaction;
+- **compose**: the catch-up fitted to the budget, the digest of the rest and
+  the frame (no transaction open);
+- **record**: the second claim, the fingerprint check, the wake row, the posts
+  it answers, the decision, and the commit of that transaction.
+
+CPU time (``time.process_time``: the machine is shared, and wall time lies
+under load) and wall time, medians over the runs.  The fractions say how much
+of the three steps is tokenising (``tokens.Counter``), rendering (Jinja), the
+database (gather + record) and the rest (fitting, escaping, the digest).
+
+Then the fill: the same Mood composed at larger ``catch_up_tokens`` budgets
+(what share of the budget the catch-up uses).
+
+Target: median <= 5 ms CPU for gather + compose + record on the 5,000-post
+Mood at a 10,000-token budget, with the catch-up 95-100 % full.
+Run: ``python bench/compose.py [--quick] [--db URL]``.
 """
 
 from __future__ import annotations
 
-import os
-import platform
+import contextlib
+import datetime as dt
 import random
 import statistics
-import sys
 import time
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+import _common
 
-from poller import compose, summarize, tokens  # noqa: E402
-from poller.config import WakeConfig  # noqa: E402
+import jinja2  # noqa: E402
+import sqlalchemy as sa  # noqa: E402
+
+from poller import draft, loop, tokens  # noqa: E402
+from poller.store import gather  # noqa: E402
+from poller.models import Wake  # noqa: E402
 
 POSTS = 5_000
 BUDGET = 10_000
 RUNS = 50
+FILL_BUDGETS = (10_000, 17_000, 20_000, 24_000)
+TARGET_MS = 5.0
+PEOPLE = ("alice", "bob", "carol", "dmitri", "eun-ji")
+T0 = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.timezone.utc)
 
 SAMPLES = [
     "Sounds good to me. I'll pick up the release notes after lunch, unless someone beats me to it.",
@@ -40,45 +68,218 @@ SAMPLES = [
 ]
 
 
-def build_mood(counter: tokens.Counter, now: datetime) -> list[compose.WakePost]:
+class Clock:
+    """CPU and wall seconds spent inside the wrapped calls (not re-entrant)."""
+
+    def __init__(self) -> None:
+        self.cpu = self.wall = 0.0
+        self.calls = 0
+        self._depth = 0
+
+    @contextlib.contextmanager
+    def timing(self):
+        self._depth += 1
+        if self._depth > 1:  # a wrapped call inside another: counted once, outside
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        c, w = time.process_time(), time.perf_counter()
+        try:
+            yield
+        finally:
+            self.cpu += time.process_time() - c
+            self.wall += time.perf_counter() - w
+            self.calls += 1
+            self._depth -= 1
+
+    def take(self) -> tuple[float, float]:
+        out = (self.cpu, self.wall)
+        self.cpu = self.wall = 0.0
+        self.calls = 0
+        return out
+
+
+def wrap(owner, name: str, clock: Clock) -> None:
+    inner = getattr(owner, name)
+
+    def timed(*args, **kwargs):
+        with clock.timing():
+            return inner(*args, **kwargs)
+
+    setattr(owner, name, timed)
+
+
+class Probe:
+    """Clocks on the steps of the real path and on what compose is made of."""
+
+    def __init__(self) -> None:
+        self.steps = {name: Clock() for name in ("gather", "compose", "record")}
+        self.tokenise, self.render = Clock(), Clock()
+        wrap(draft, "gather", self.steps["gather"])
+        wrap(draft, "compose_text", self.steps["compose"])
+        for name in ("count", "count_many", "clip"):
+            wrap(tokens.Counter, name, self.tokenise)
+        wrap(jinja2.environment.Template, "render", self.render)
+        # The record step runs until its transaction has committed, which
+        # happens when the loop leaves the transaction it was called in.
+        self._record_started: tuple[float, float] | None = None
+        original = draft.record
+
+        def record(*args, **kwargs):
+            self._record_started = (time.process_time(), time.perf_counter())
+            return original(*args, **kwargs)
+
+        draft.record = record
+        sa.event.listen(sa.orm.Session, "after_commit", self._committed)
+
+    def _committed(self, session) -> None:
+        if self._record_started is not None:
+            c, w = self._record_started
+            clock = self.steps["record"]
+            clock.cpu += time.process_time() - c
+            clock.wall += time.perf_counter() - w
+            self._record_started = None
+
+    def take(self) -> tuple[dict, tuple, tuple]:
+        steps = {name: clock.take() for name, clock in self.steps.items()}
+        return steps, self.tokenise.take(), self.render.take()
+
+    def close(self) -> None:
+        sa.event.remove(sa.orm.Session, "after_commit", self._committed)
+
+
+class NoLauncher:
+    """Starts nothing: the recorded wakes stay pending (each is a different agent's)."""
+
+    detaches = False
+
+    def start(self, wake_id, now) -> None:
+        pass
+
+    def running(self) -> set[int]:
+        return set()
+
+    def wait(self, timeout=None) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+
+def build(args):
+    _, store, cfg = _common.database(args.db)
+    posts = 1_000 if args.quick else POSTS
+    runs = 10 if args.quick else RUNS
+    agents = [f"ada{i:02d}" for i in range(runs + 1 + len(FILL_BUDGETS))]
+    slug = _common.build_world(store, 1, agents, PEOPLE, now=T0 - dt.timedelta(days=5))[0]
     rng = random.Random(42)
-    texts = [rng.choice(SAMPLES) for _ in range(POSTS)]
-    counts = counter.count_many(texts)  # as at ingest
-    people = ["alice", "bob", "carol", "dmitri", "eun-ji", "ada"]
-    return [
-        compose.WakePost(id=i + 1, sender=people[i % 6], sender_is_agent=people[i % 6] == "ada",
-                         created_at=now - timedelta(minutes=POSTS - i), text=text, tokens=count)
-        for i, (text, count) in enumerate(zip(texts, counts))
-    ]
+    start = T0 - dt.timedelta(minutes=posts)
+    items = [(slug, PEOPLE[i % len(PEOPLE)], rng.choice(SAMPLES), start + dt.timedelta(minutes=i))
+             for i in range(posts)]
+    _common.ingest(store, items)
+    store.set_settings({"listening": "mentions", "max_wakes_per_hour": "600",
+                        "catch_up_tokens": str(BUDGET)}, T0)
+    return store, cfg, slug, agents, runs
+
+
+def mention(store, slug: str, agent: str, at: dt.datetime) -> None:
+    store.add_post(slug, "alice", f"@{agent} can you summarise where we are?", at)
+
+
+def timed_runs(store, cfg, slug, agents, runs):
+    poller = loop.Poller(store, cfg, launcher=NoLauncher())
+    poller.tick(T0)  # the first cycle: listening from now, the 5,000 posts are history
+    probe = Probe()
+    samples = []
+    now = T0
+    for i in range(runs + 1):  # the first run warms up
+        now += dt.timedelta(seconds=30)
+        mention(store, slug, agents[i], now)
+        probe.take()
+        wakes = poller.tick(now).wakes
+        if len(wakes) != 1:
+            raise SystemExit(f"run {i}: expected one wake, the cycle recorded {len(wakes)}")
+        if i:
+            samples.append(probe.take())
+    probe.close()
+    poller.release()
+    return samples
+
+
+def report(samples, store) -> None:
+    def med(values):
+        return statistics.median(values) * 1000
+
+    total_cpu = [sum(s[name][0] for name in s) for s, _, _ in samples]
+    total_wall = [sum(s[name][1] for name in s) for s, _, _ in samples]
+    print(f"runs: {len(samples)}, each one committing cycle with one mention wake")
+    print(f"{'step':<10}{'CPU ms':>9}{'wall ms':>9}")
+    for name in ("gather", "compose", "record"):
+        print(f"{name:<10}{med(s[name][0] for s, _, _ in samples):>9.2f}"
+              f"{med(s[name][1] for s, _, _ in samples):>9.2f}")
+    cpu, wall = med(total_cpu), med(total_wall)
+    print(f"{'total':<10}{cpu:>9.2f}{wall:>9.2f}   (min {min(total_cpu) * 1000:.2f}, "
+          f"max {max(total_cpu) * 1000:.2f} ms CPU)")
+    share = {
+        "tokenising": statistics.median(t[0] / c for (_, t, _), c in zip(samples, total_cpu)),
+        "rendering": statistics.median(r[0] / c for (_, _, r), c in zip(samples, total_cpu)),
+        "database": statistics.median((s["gather"][0] + s["record"][0]) / c
+                                      for (s, _, _), c in zip(samples, total_cpu)),
+    }
+    share["the rest (fitting, escaping, digest)"] = max(0.0, 1 - sum(share.values()))
+    print("of the total CPU (medians): " + ", ".join(f"{k} {v:.0%}" for k, v in share.items()))
+    met = cpu <= TARGET_MS
+    print(f"target: median <= {TARGET_MS:g} ms CPU for gather + compose + record: "
+          f"{'met' if met else 'MISSED'} ({cpu:.2f} ms)")
+    with store.reading() as s:
+        w = s.execute(sa.select(Wake.text, Wake.prompt_tokens).order_by(Wake.id.desc()).limit(1)).one()
+    exact = store.counter.count(w.text)
+    print(f"last wake: {w.prompt_tokens:,} tokens ({'exact' if exact == w.prompt_tokens else f'RECOUNT {exact:,}'}),"
+          f" {len(w.text):,} characters")
+
+
+def fill(store, cfg, slug, agents) -> None:
+    """Catch-up use at larger budgets, through the same path (compose's own figures)."""
+    from poller import compose as compose_mod
+
+    seen = {}
+    original = compose_mod.compose
+
+    def keep(request, **kwargs):
+        out = original(request, **kwargs)
+        seen["wake"], seen["request"] = out, request
+        return out
+
+    compose_mod.compose = keep
+    poller = loop.Poller(store, cfg, launcher=NoLauncher())
+    now = T0 + dt.timedelta(hours=2)
+    print(f"fill (posts read: {gather.HISTORY_POSTS}, more while their stored tokens do not cover the budget, at most {gather.HISTORY_POSTS_MAX:,}; wake cap {cfg.wake.prompt_cap_chars:,} characters):")
+    for budget, agent in zip(FILL_BUDGETS, agents[-len(FILL_BUDGETS):]):
+        store.set_setting("catch_up_tokens", str(budget), now, agent=agent)
+        now += dt.timedelta(seconds=30)
+        mention(store, slug, agent, now)
+        poller.tick(now)
+        w, r = seen["wake"], seen["request"]
+        print(f"  budget {budget:>6,}: catch-up {w.catch_up_tokens_used:>6,} tokens "
+              f"({w.catch_up_tokens_used / budget:.1%}), {w.shown_count} posts word for word of "
+              f"{len(r.history)} read, {w.summarized_count:,} summarized; wake {len(w.text):,} characters")
+    compose_mod.compose = original
+    poller.release()
 
 
 def main() -> None:
-    counter = tokens.counter()
-    now = datetime(2025, 5, 1, 12, 0, tzinfo=timezone.utc)
-    history = build_mood(counter, now)
-    woke = compose.WakePost(id=POSTS + 1, sender="alice", created_at=now,
-                            text="@ada can you summarise where we are?", tokens=9)
-    request = compose.WakeRequest(kind="mention", mood="release", mood_title="Release train",
-                                  agent="ada", now=now, tools="full", woke=[woke],
-                                  history=history, catch_up_tokens=BUDGET)
-    config = WakeConfig()
-    summarizer = summarize.ExtractiveSummarizer(counter)
-    compose.compose(request, config=config, counter=counter, summarizer=summarizer)  # warm up
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        wake = compose.compose(request, config=config, counter=counter, summarizer=summarizer)
-        times.append(time.perf_counter() - start)
-    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, Python {platform.python_version()}")
-    print(f"mood: {POSTS:,} posts; catch-up budget {BUDGET:,} tokens; {RUNS} runs")
-    print(f"median compose: {statistics.median(times) * 1000:.2f} ms "
-          f"(min {min(times) * 1000:.2f}, max {max(times) * 1000:.2f})")
-    print(f"catch-up: {wake.catch_up_tokens_used:,}/{wake.catch_up_budget:,} tokens "
-          f"({wake.catch_up_tokens_used / wake.catch_up_budget:.1%}), {wake.shown_count} posts shown, "
-          f"{wake.summarized_count:,} summarized; wake {wake.prompt_tokens:,} tokens, {len(wake.text):,} chars")
-    check = counter.count(wake.text)
-    print(f"exact check: prompt_tokens {'matches' if check == wake.prompt_tokens else 'DIFFERS: %d' % check}")
+    args = _common.parser(__doc__).parse_args()
+    _common.quiet_logs()
+    print(_common.machine())
+    store, cfg, slug, agents, runs = build(args)
+    with store.reading() as s:
+        n = s.scalar(sa.text("select count(*) from posts"))
+    print(f"Mood: {n:,} posts; catch-up budget {BUDGET:,} tokens; database {store.dialect}")
+    report(timed_runs(store, cfg, slug, agents, runs), store)
+    fill(store, cfg, slug, agents)
+    store.engine.dispose()
 
 
 if __name__ == "__main__":

@@ -52,24 +52,29 @@ _CL100K = {
 
 
 class Coster:
-    """Exact token cost of a catch-up line, mostly from counts stored at ingest."""
+    """Exact token cost of a catch-up line, mostly from counts stored at ingest.
 
-    MEMO_CHARS = 40  # short pieces (first and last words) repeat a lot: remember them
+    Short pieces (a line's head without its last space, its first and last
+    words) repeat from line to line and from wake to wake: their counts are
+    remembered per encoding for the life of the process (a count is a pure
+    function of the text, so a remembered one is never stale).
+    """
+
+    MEMO_CHARS = 40  # pieces up to this long are remembered
+    MEMO_ENTRIES = 200_000  # the memo starts over past this (a few MB at most)
+    _memos: dict[str, dict[str, int]] = {}
 
     def __init__(self, counter: Counter):
         from poller import tokens
 
         self.counter = counter
         self.fast = tokens.encoding(counter.name)._pat_str in _CL100K
-        self._memo: dict[str, int] = {}
+        self._memo = self._memos.setdefault(counter.name, {})
 
     def count(self, text: str) -> int:
         if len(text) > self.MEMO_CHARS:
             return self.counter.count(text)
-        found = self._memo.get(text)
-        if found is None:
-            found = self._memo[text] = self.counter.count(text)
-        return found
+        return _remembered(self._memo, text, self.MEMO_ENTRIES, self.counter.count, text)
 
     def line(self, head: str, text: str, display: str, stored: int) -> int:
         """Tokens of ``head + display + "\\n"``; *stored* counts *text* (-1: unknown)."""
@@ -83,7 +88,37 @@ class Coster:
         middle = stored - count(text[:j]) - count(text[r:])
         # head ends in "] ": punctuation before a space ends a chunk too, so
         # the bracket part and " " + the first word are counted apart.
-        return middle + self.counter.count(head[:-1]) + count(" " + text[:j]) + count(text[r:] + "\n")
+        return middle + count(head[:-1]) + count(" " + text[:j]) + count(text[r:] + "\n")
+
+    def joined(self, left: str, left_tokens: int, right: str) -> int:
+        """Tokens of ``left + right`` when *left* counts *left_tokens*: only the
+        join is counted afresh, and *right* (a frame's tail, the same wake after
+        wake) is remembered whole."""
+        first = _SYNC.search(right) if self.fast else None
+        if first is None or _SYNC.search(left) is None:
+            return self.counter.count(left + right)
+        r, k = _last_sync(left), first.end()
+        count = self.count
+        return (left_tokens - count(left[r:]) + count(left[r:] + right[:k])
+                + self.frame(right) - count(right[:k]))
+
+    FRAME_ENTRIES = 512
+    _frames: dict[tuple[str, str], int] = {}
+
+    def frame(self, text: str) -> int:
+        """The count of a long text that recurs (a frame's tail), remembered."""
+        return _remembered(self._frames, (self.counter.name, text), self.FRAME_ENTRIES,
+                           self.counter.count, text)
+
+
+def _remembered(memo: dict, key, limit: int, count, text: str) -> int:
+    """``count(text)`` from *memo* under *key*; the memo starts over past *limit* entries."""
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= limit:
+            memo.clear()
+        found = memo[key] = count(text)
+    return found
 
 
 def _last_sync(text: str) -> int:
@@ -150,12 +185,17 @@ def build(
 ) -> CatchUp:
     """Fill *budget* tokens newest-first with *history* (given oldest first)."""
     coster = Coster(counter)
+    memo = _LINES.setdefault(counter.name, _LineMemo())
     picked: list[Unit] = []
     used, cut, clipped = 0, 0, False  # history[:cut] did not fit
+    today = now.date()
     for index in range(len(history) - 1, -1, -1):
         post = history[index]
-        head = prefix(post, now, new=new_after_id is not None and post.id > new_after_id)
-        unit = _whole(post, head, coster, post_cap)
+        new = new_after_id is not None and post.id > new_after_id
+        key = _LineMemo.key(post, new, today, post_cap)
+        unit = memo.get(key)
+        if unit is None:
+            unit = memo.put(key, _whole(post, prefix(post, now, new=new), coster, post_cap))
         if used + unit.tokens <= budget:
             picked.append(unit)
             used += unit.tokens
@@ -164,13 +204,52 @@ def build(
         # Stopping here could waste most of the budget on one long post; show
         # its beginning instead, so the agent reads as much as it was promised.
         if used < FILL_TARGET * budget:
-            part = _clipped(post, head, coster, limit=budget - used)
+            part = _clipped(post, prefix(post, now, new=new), coster, limit=budget - used)
             if part is not None:
                 picked.append(part)
                 cut, clipped = index, True
         break
     picked.reverse()
     return CatchUp(tuple(picked), budget, tuple(history[:cut]), clipped)
+
+
+class _LineMemo:
+    """Whole catch-up lines already costed, per encoding, for the life of the process.
+
+    A Mood's recent posts go into wake after wake, and a line is a pure
+    function of the post, whether it is tagged new, whether it is from today
+    (which decides how its time is shown) and the per-post cap: so its text
+    and exact cost are kept, keyed on all of those (the post's text included:
+    two stores may reuse an id).  Bounded by characters kept; past the bound
+    it starts over.
+    """
+
+    MAX_CHARS = 4_000_000
+
+    def __init__(self) -> None:
+        self.units: dict[tuple, Unit] = {}
+        self.chars = 0
+
+    @staticmethod
+    def key(post: WakePost, new: bool, today, post_cap: int) -> tuple:
+        at = post.created_at
+        return (post.id, post.text, post.tokens, post.sender, post.sender_is_agent, post.kind,
+                at, at.utcoffset(), at.date() == today, new, post_cap)
+
+    def get(self, key: tuple) -> Unit | None:
+        return self.units.get(key)
+
+    def put(self, key: tuple, unit: Unit) -> Unit:
+        size = len(unit.text) + len(key[1])
+        if self.chars + size > self.MAX_CHARS:
+            self.units.clear()
+            self.chars = 0
+        self.units[key] = unit
+        self.chars += size
+        return unit
+
+
+_LINES: dict[str, _LineMemo] = {}
 
 
 def _whole(post: WakePost, head: str, coster: Coster, post_cap: int) -> Unit:

@@ -283,12 +283,14 @@ def _prompt_tokens(before: str, cu: catchup.CatchUp, after: str, counter: Counte
     """Exact tokens of the wake without re-encoding the whole catch-up.
 
     A newline followed by "[" always ends a pre-tokenizer chunk, so counts add
-    up across those joins; only the last line touches what follows it.
+    up across those joins; only the last line touches what follows it, and
+    that join alone is counted (``Coster.joined``).
     """
     if not cu.units or not before.endswith("\n"):
         return counter.count(before + cu.text + after)
     last = cu.units[-1]
-    return counter.count(before) + cu.tokens - last.tokens + counter.count(last.text + after)
+    joined = catchup.Coster(counter).joined(last.text, last.tokens, after)
+    return counter.count(before) + cu.tokens - last.tokens + joined
 
 
 # --- the context the templates see ----------------------------------------------

@@ -58,10 +58,11 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
         else:
             woke = reads.posts_by_id(s, cycle.answers(s, l.followup_of))
         hist, earlier = reads.history(s, mood.id, cycle.last_spoke_id(s, agent.id, mood.id),
-                                      {p.id for p in woke})
+                                      {p.id for p in woke}, values["catch_up_tokens"])
         new_after = None
     else:
-        hist, _ = reads.history(s, mood.id, 0, set())
+        hist, _ = reads.history(s, mood.id, 0, set(), values["catch_up_tokens"],
+                                keep_from=l.consider_from_id if kind == WakeKind.CONSIDER else 0)
         earlier = 0  # "the Mood lately": older posts are not owed to anyone
         new_after = l.looked_id or 0
         if kind == WakeKind.CONSIDER:

@@ -140,3 +140,75 @@ def test_quote_escapes_tags(text):
 def test_stamp_shows_the_date_only_for_other_days():
     assert lines.stamp(NOW - timedelta(hours=1), NOW) == "11:00"
     assert lines.stamp(NOW - timedelta(days=2), NOW) == "2025-04-29 12:00"
+
+
+FRAME_TAILS = ["\nAnswer what was asked of you, here in the Mood.\n\n———\nTo answer, just write your reply.\n",
+               "\n\n———\nThis turn can look but not touch.\n", "\n", "\n  indented", "x", " ", "\n\n"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.sampled_from(FRAME_TAILS))
+def test_a_last_line_joined_to_the_frame_is_counted_exactly(text, tail):
+    left = "[alice, 14:02] " + lines.quote(text) + "\n"
+    coster = catchup.Coster(COUNTER)
+    assert coster.joined(left, COUNTER.count(left), tail) == COUNTER.count(left + tail)
+
+
+def test_a_remembered_line_is_never_reused_for_another_post_with_the_same_id():
+    # Lines are remembered across wakes; two stores may both have a post 1.
+    first = catchup.build([post(1, "first text here")], budget=1_000, now=NOW, counter=COUNTER,
+                          post_cap=2_000)
+    again = catchup.build([post(1, "quite another text, and longer")], budget=1_000, now=NOW,
+                          counter=COUNTER, post_cap=2_000)
+    assert first.text.endswith("] first text here\n")
+    assert again.text.endswith("] quite another text, and longer\n")
+    assert again.tokens == COUNTER.count(again.text) != first.tokens
+
+
+def test_the_same_post_is_shown_by_its_day_and_tag_whatever_was_remembered():
+    p = post(9_990, "a post from ten minutes ago")  # NOW - 10 min
+    today = catchup.build([p], budget=1_000, now=NOW, counter=COUNTER, post_cap=2_000)
+    tomorrow = catchup.build([p], budget=1_000, now=NOW + timedelta(days=1), counter=COUNTER,
+                             post_cap=2_000, new_after_id=1)
+    assert today.text.startswith("[alice, 11:50] ")
+    assert tomorrow.text.startswith("[alice, 2025-05-01 11:50, new] ")
+    assert tomorrow.tokens == COUNTER.count(tomorrow.text)
+
+
+# --- reading the candidates from the store ----------------------------------------
+
+
+@pytest.fixture
+def chatty_mood(cli):
+    """A Mood of 1,500 short posts (about 10 tokens each) in a real store."""
+    import sqlalchemy as sa
+
+    from poller.store import Store, db
+
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    store = Store(db.make_engine(cli.db_url), COUNTER)
+    start = NOW - timedelta(days=2)
+    store.add_posts([("lobby", "ada", f"short post number {i} of the day", start + timedelta(seconds=i))
+                     for i in range(1_500)])
+    with store.reading() as s:
+        mood_id = s.scalar(sa.text("select id from moods where slug = 'lobby'"))
+    yield store, mood_id
+    store.engine.dispose()
+
+
+def test_the_store_reads_further_back_when_a_large_budget_needs_it(chatty_mood):
+    from poller.store import gather
+
+    store, mood_id = chatty_mood
+    with store.reading() as s:
+        plain, plain_earlier = gather.history(s, mood_id, 0, set())
+        small, small_earlier = gather.history(s, mood_id, 0, set(), budget=1_000)
+        large, large_earlier = gather.history(s, mood_id, 0, set(), budget=12_000)
+    assert len(plain) == len(small) == gather.HISTORY_POSTS
+    assert plain_earlier == small_earlier == 1_500 - gather.HISTORY_POSTS
+    assert sum(p.tokens for p in large) >= 12_000  # 600 posts alone hold about 6,000 tokens
+    assert len(large) + large_earlier == 1_500
+    assert [p.id for p in large] == sorted(p.id for p in large)
+    cu = catchup.build(large, budget=12_000, now=NOW, counter=COUNTER, post_cap=2_000)
+    assert 0.95 * 12_000 <= cu.tokens == COUNTER.count(cu.text) <= 12_000

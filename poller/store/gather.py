@@ -26,7 +26,8 @@ from poller.store import cycle
 from poller.models import (Handoff, Mention, Mood, Participant, Post, Refusal, Setting, Turn,
                            Wake)
 
-HISTORY_POSTS = 600  # catch-up candidates read per wake; older ones are only counted
+HISTORY_POSTS = 600  # catch-up candidates read per wake; older ones are only counted...
+HISTORY_POSTS_MAX = 2_400  # ...unless their stored tokens do not cover the budget: then up to this
 HANDED_CHARS = 12_000  # handed context one wake carries; the rest waits for the next
 MAX_LINKS = 3  # linked posts read in per wake
 LINK_AROUND = 1  # posts read on each side of a linked post
@@ -35,14 +36,18 @@ LINK_RE = re.compile(r"(?:/moods/(?P<slug>[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)/
 
 
 def _wake_posts(rows) -> list[compose.WakePost]:
-    return [compose.WakePost(id=r.Post.id, sender=r.handle, created_at=r.Post.created_at,
-                             text=r.Post.text, tokens=r.Post.tokens,
-                             sender_is_agent=r.kind == ParticipantKind.AGENT, kind=r.Post.kind,
-                             reply_to=r.Post.reply_to) for r in rows]
+    """Rows of :func:`_posts_query` as WakePosts (unpacked by position: hundreds a wake)."""
+    agent, post = ParticipantKind.AGENT, compose.WakePost
+    return [post(id=i, sender=handle, created_at=at, text=text, tokens=tokens,
+                 sender_is_agent=sender_kind == agent, kind=kind, reply_to=reply_to)
+            for i, at, text, tokens, kind, reply_to, handle, sender_kind in rows]
 
 
 def _posts_query():
-    return (sa.select(Post, Participant.handle, Participant.kind)
+    # Columns, not ORM objects: a wake reads hundreds of posts, and building an
+    # identity-mapped Post for each cost more than the rest of the wake.
+    return (sa.select(Post.id, Post.created_at, Post.text, Post.tokens, Post.kind, Post.reply_to,
+                      Participant.handle, Participant.kind.label("sender_kind"))
             .join(Participant, Participant.id == Post.sender_id))
 
 
@@ -52,19 +57,33 @@ def posts_by_id(s: Session, ids: Sequence[int]) -> list[compose.WakePost]:
     return _wake_posts(s.execute(_posts_query().where(Post.id.in_(ids)).order_by(Post.id)))
 
 
-def history(s: Session, mood_id: int, after_id: int,
-            exclude: set[int]) -> tuple[list[compose.WakePost], int]:
-    """Posts after *after_id* (newest HISTORY_POSTS), and how many older ones were left out."""
-    q = _posts_query().where(Post.mood_id == mood_id, Post.id > after_id)
-    rows = s.execute(q.order_by(Post.id.desc()).limit(HISTORY_POSTS + len(exclude))).all()
+def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: int = 0,
+            keep_from: int = 0) -> tuple[list[compose.WakePost], int]:
+    """Posts after *after_id*, oldest first, and how many older ones were left out.
+
+    The newest HISTORY_POSTS; when their stored token counts fall short of
+    *budget* (or do not reach back to *keep_from*, a consider's first new
+    post) and older ones exist, older posts too, HISTORY_POSTS at a time up to
+    HISTORY_POSTS_MAX, so a large catch-up budget is filled instead of being
+    cut short by a post count.
+    """
+    q = _posts_query().where(Post.mood_id == mood_id, Post.id > after_id).order_by(Post.id.desc())
+    limit = HISTORY_POSTS + len(exclude)
+    rows = s.execute(q.limit(limit)).all()
+    full = len(rows) == limit
+    covered = sum(max(r.tokens, 0) for r in rows) if full else 0
+    while full and len(rows) < HISTORY_POSTS_MAX and (covered < budget or rows[-1].id > keep_from > 0):
+        more = s.execute(q.where(Post.id < rows[-1].id).limit(HISTORY_POSTS)).all()
+        rows += more
+        covered += sum(max(r.tokens, 0) for r in more)
+        full = len(more) == HISTORY_POSTS
     posts = [p for p in _wake_posts(reversed(rows)) if p.id not in exclude]
     earlier = 0
-    if len(rows) == HISTORY_POSTS + len(exclude) and rows:
-        oldest = rows[-1].Post.id
+    if full:
         cq = sa.select(sa.func.count()).where(Post.mood_id == mood_id, Post.id > after_id,
-                                              Post.id < oldest)
+                                              Post.id < rows[-1].id)
         earlier = s.scalar(cq) or 0
-    return posts[-HISTORY_POSTS:], earlier
+    return posts[-(len(rows) - len(exclude)):], earlier
 
 
 def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
