@@ -57,6 +57,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "Play a short scripted conversation through the poller and print each wake "
                      "and reply."),
     "config": ("ops", "Check and show the configuration."),
+    "serve": ("serve", "Serve the JSON API, the event stream and the web pages on HOST:PORT."),
+    "health": ("serve", "Is the database answering and a poller cycling? Exit 0 if so, 1 if "
+                        "not (for cron)."),
 }
 
 

@@ -21,16 +21,23 @@ def person() -> None:
 @click.option("--trust", type=click.Choice(["full", "look", "none"]), default="look",
               show_default=True, help="full: may wake full-tool turns; look: look-only; "
               "none: a mention is just text.")
+@click.option("--operator", is_flag=True,
+              help="May use the operators' pages and API (agents, wakes, why, the emergency "
+                   "stop) of `mood-poller serve`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the new person as JSON.")
 @common.now_option
 @pass_app
-def person_add(app: App, handle: str, trust: str, as_json: bool) -> None:
+def person_add(app: App, handle: str, trust: str, operator: bool, as_json: bool) -> None:
     """Add the person HANDLE."""
     p = app.store.add_person(handle, trust, app.now())
+    if operator:
+        from poller.store import access
+
+        access.set_operator(app.store, p.handle, True)
     if as_json:
-        common.echo_json(p.to_json())
+        common.echo_json(p.to_json() | {"operator": operator})
         return
-    click.echo(f"added person {p.handle} (trust {p.trust})")
+    click.echo(f"added person {p.handle} (trust {p.trust}{', operator' if operator else ''})")
 
 
 @person.command("trust")
@@ -53,13 +60,55 @@ def _set_trust(app: App, handle: str, level: str, as_json: bool) -> None:
 
 @person.command("set")
 @click.argument("handle")
-@click.option("--trust", "level", required=True, type=click.Choice(["full", "look", "none"]),
+@click.option("--trust", "level", type=click.Choice(["full", "look", "none"]),
               help="full: may wake full-tool turns; look: look-only; none: a mention is just text.")
+@click.option("--operator/--no-operator", default=None,
+              help="Give or take the operator role (the operators' pages and API of `serve`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def person_set(app: App, handle: str, level: str, as_json: bool) -> None:
-    """Change how far HANDLE is trusted (as `person trust`)."""
-    _set_trust(app, handle, level, as_json)
+def person_set(app: App, handle: str, level: str | None, operator: bool | None,
+               as_json: bool) -> None:
+    """Change how far HANDLE is trusted (as `person trust`), or their operator role."""
+    if level is None and operator is None:
+        raise click.UsageError("give --trust LEVEL, --operator or --no-operator")
+    if operator is None:
+        _set_trust(app, handle, level, as_json)
+        return
+    from poller.store import access
+
+    access.set_operator(app.store, handle, operator)
+    p = app.store.set_trust(handle, level) if level else app.store.participant(handle)
+    if as_json:
+        common.echo_json(p.to_json() | {"operator": operator})
+        return
+    click.echo(f"{p.handle} now has trust {p.trust} and is {'' if operator else 'not '}an operator")
+
+
+@person.command("token")
+@click.argument("handle")
+@click.option("--revoke", is_flag=True, help="Revoke every token of HANDLE (and end their "
+              "web sessions) instead of making a new one.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@common.now_option
+@pass_app
+def person_token(app: App, handle: str, revoke: bool, as_json: bool) -> None:
+    """Print a new token for HANDLE to sign in to `mood-poller serve` with (shown once)."""
+    from poller.store import access
+
+    if revoke:
+        n = access.revoke_tokens(app.store, handle, app.now())
+        if as_json:
+            common.echo_json({"handle": handle, "revoked": n})
+            return
+        click.echo(f"revoked {n} token(s) of {handle}")
+        return
+    token, _ = access.new_token(app.store, handle, app.now())
+    if as_json:
+        common.echo_json({"handle": handle, "token": token})
+        return
+    click.echo(token)
+    click.echo(f"a new token for {handle}: it is shown only now (only its hash is kept); "
+               f"`mood-poller person token {handle} --revoke` revokes it", err=True)
 
 
 @person.command("remove")
@@ -84,7 +133,10 @@ def person_list(app: App, show_all: bool, as_json: bool) -> None:
     """List people."""
     people = app.store.people(include_retired=show_all)
     if as_json:
-        common.echo_json([p.to_json() for p in people])
+        from poller.store import access
+
+        operators = access.operators(app.store)
+        common.echo_json([p.to_json() | {"operator": p.id in operators} for p in people])
         return
     if show_all:
         common.table([[p.handle, p.trust, _removed(p)] for p in people],

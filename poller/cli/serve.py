@@ -1,0 +1,104 @@
+"""``serve``: the front door (API, event stream, pages); ``health``: is the poller alive?"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+import click
+
+from poller import errors, secure
+from poller.cli import App, common, pass_app
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (only this machine by default).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8470, show_default=True,
+              help="Port to listen on (0: any free port, printed at start).")
+@click.option("--with-poller", is_flag=True,
+              help="Run the poller in this process too (one command for a SQLite deployment).")
+@click.option("--interval", type=common.SECONDS, default=None, metavar="SECONDS",
+              help="--with-poller: seconds between cycles (default: poller.interval, 1 s).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Once listening, print one JSON line on stdout: {\"url\": ...}.")
+@common.now_option
+@pass_app
+def serve(app: App, host: str, port: int, with_poller: bool, interval: float | None,
+          as_json: bool) -> None:
+    """Serve the JSON API, the event stream and the web pages on HOST:PORT.
+
+    People sign in with a token from `mood-poller person token HANDLE`.
+    Stops on SIGTERM or SIGINT; with --with-poller, running turns get
+    poller.shutdown_grace seconds first, as with `run`.
+    """
+    if with_poller:
+        secure.undumpable()  # agents may not read this process's secrets
+    app.setup_logging(loop=with_poller)
+    interval = app.config.poller.interval if interval is None else interval
+    if interval <= 0:
+        raise errors.UserError("--interval must be positive")
+    from poller.clock import Clock
+    from poller.web import serving
+    from wiki_rules.source import DialSource
+
+    clock = Clock.starting_at(app.now()) if app.clock.fixed else app.clock
+    dials = DialSource.from_config(app.config, app.engine())
+    try:
+        sock = serving.listen(host, port)
+    except OSError as exc:
+        raise errors.UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    server, stop, thread = serving.build(app.store, app.config, clock, dials, host=host,
+                                         port=port, with_poller=with_poller, interval=interval)
+    if as_json:
+        server.announce = lambda url: click.echo(json.dumps({"url": url,
+                                                             "with_poller": with_poller}))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if thread is not None:
+        thread.start()
+    try:
+        server.run(sockets=[sock])  # returns on SIGTERM/SIGINT, once requests are done
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join()  # the poller's own shutdown: grace for running turns
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@common.now_option
+@pass_app
+def health(app: App, as_json: bool) -> None:
+    """Is the database answering and a poller cycling? Exit 0 if so, 1 if not (for cron)."""
+    from poller.web import health as checks
+    from wiki_rules.source import DialSource
+
+    dials = DialSource.from_config(app.config, app.engine(check=False))
+    report = checks.facts(app.store, app.now(), dials)
+    if as_json:
+        common.echo_json(report)
+    else:
+        common.echo(render(report))
+    sys.exit(0 if report["ok"] else 1)
+
+
+def render(report: dict) -> str:
+    lines = [f"database: {report['database']}"]
+    p = report["poller"]
+    if p is not None:
+        if p["last_cycle_at"] is None:
+            lines.append("poller:   never ran a cycle here (start `mood-poller run` or "
+                         "`serve --with-poller`)")
+        else:
+            lines.append(f"poller:   {p['state']}: last cycle {p['age_seconds']:g} s ago at "
+                         f"{p['last_cycle_at']} (every {p['interval']:g} s; took "
+                         f"{p['cycle_seconds']:g} s)")
+    if report["dials"] is not None:
+        lines.append(f"dials:    {report['dials']['source']}")
+    lines.append("ok" if report["ok"] else "NOT OK")
+    return "\n".join(lines)
+
+
+COMMANDS = [serve, health]

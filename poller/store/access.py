@@ -1,0 +1,351 @@
+"""Who may come in at the front door, and what the door reads.
+
+People's tokens (``mood-poller person token``) are kept only as their SHA-256:
+the token itself is printed once and never stored, so a copy of the database
+signs nobody in.  A web session is the same: the cookie holds a random secret,
+the table its digest.  Revoking a person's tokens ends their sessions.
+
+Also here: the reads ``serve`` needs that the CLI does not (a page of posts
+before an id, the changes an event stream watches, turns and tokens per agent
+since a time, the figures ``/metrics`` and ``/healthz`` report) and the
+pollers' beats, each cycle's time, which ``/healthz`` ages.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Optional
+
+import sqlalchemy as sa
+
+from poller import errors
+from poller.kinds import IN_FLIGHT, ParticipantKind
+from poller.models import (DialCache, Listener, Mood, Owed, Participant, PersonToken, PollerBeat,
+                           Post, Wake, WebSession)
+from poller.store.core import Store
+
+TOKEN_PREFIX = "mpt_"  # a person's token starts with this, so a leaked one is recognisable
+SESSION_TTL = dt.timedelta(days=14)
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The person a token or a session speaks for."""
+
+    person_id: int
+    handle: str
+    trust: str
+    operator: bool
+    token_id: int
+
+    @property
+    def may_post(self) -> bool:
+        return self.trust in ("full", "look")
+
+    def to_json(self) -> dict:
+        return {"handle": self.handle, "trust": self.trust, "operator": self.operator}
+
+
+# -- Tokens -------------------------------------------------------------------------------
+
+
+def new_token(store: Store, handle: str, now: dt.datetime) -> tuple[str, int]:
+    """A new token for the person HANDLE: (the token, shown only now; its id)."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with store.writing() as s:
+        p = _person(s, handle)
+        row = PersonToken(participant_id=p.id, digest=digest(token), created_at=now)
+        s.add(row)
+        s.flush()
+        return token, row.id
+
+
+def revoke_tokens(store: Store, handle: str, now: dt.datetime) -> int:
+    """Revoke every live token of HANDLE (and so their sessions); how many."""
+    with store.writing() as s:
+        p = _person(s, handle)
+        return s.execute(sa.update(PersonToken).where(
+            PersonToken.participant_id == p.id, PersonToken.revoked_at.is_(None))
+            .values(revoked_at=now)).rowcount
+
+
+def identify(store: Store, token: str) -> Optional[Identity]:
+    """The person a live token belongs to, or None.
+
+    The lookup is by the token's digest, which a caller cannot steer byte by
+    byte; the stored digest is then compared in constant time as well.
+    """
+    if not token or len(token) > 200:
+        return None
+    want = digest(token)
+    with store.reading() as s:
+        row = s.execute(_identity_query().where(PersonToken.digest == want)).first()
+    if row is None or not hmac.compare_digest(row.digest, want):
+        return None
+    return _identity(row)
+
+
+def _identity_query():
+    return (sa.select(Participant.id, Participant.handle, Participant.trust, Participant.operator,
+                      PersonToken.id.label("token_id"), PersonToken.digest)
+            .join(PersonToken, PersonToken.participant_id == Participant.id)
+            .where(PersonToken.revoked_at.is_(None), Participant.retired_at.is_(None),
+                   Participant.kind == ParticipantKind.PERSON))
+
+
+def _identity(row) -> Identity:
+    return Identity(row.id, row.handle, row.trust, bool(row.operator), row.token_id)
+
+
+def set_operator(store: Store, handle: str, operator: bool) -> None:
+    with store.writing() as s:
+        _person(s, handle).operator = operator
+
+
+def is_operator(store: Store, handle: str) -> bool:
+    with store.reading() as s:
+        return bool(_person(s, handle).operator)
+
+
+def operators(store: Store) -> set[int]:
+    """The ids of the people with the operator role."""
+    with store.reading() as s:
+        return set(s.scalars(sa.select(Participant.id).where(Participant.operator.is_(True))))
+
+
+def _person(s, handle: str) -> Participant:
+    p = Store._participant(s, handle)
+    if p.kind != ParticipantKind.PERSON:
+        raise errors.UserError(f"{p.handle!r} is an agent; tokens and roles are for people")
+    if p.retired_at is not None:
+        raise errors.UserError(f"{p.handle!r} was removed")
+    return p
+
+
+# -- Web sessions ---------------------------------------------------------------------------
+
+
+def open_session(store: Store, who: Identity, now: dt.datetime) -> str:
+    """A new session for *who*: the cookie's secret (only its digest is kept)."""
+    secret = secrets.token_urlsafe(32)
+    with store.writing() as s:
+        s.execute(sa.delete(WebSession).where(WebSession.expires_at <= now))
+        s.add(WebSession(digest=digest(secret), token_id=who.token_id, created_at=now,
+                         expires_at=now + SESSION_TTL))
+    return secret
+
+
+def session_identity(store: Store, secret: str, now: dt.datetime) -> Optional[Identity]:
+    if not secret or len(secret) > 200:
+        return None
+    want = digest(secret)
+    with store.reading() as s:
+        row = s.execute(_identity_query().add_columns(WebSession.digest.label("session_digest"))
+                        .join(WebSession, WebSession.token_id == PersonToken.id)
+                        .where(WebSession.digest == want, WebSession.expires_at > now)).first()
+    if row is None or not hmac.compare_digest(row.session_digest, want):
+        return None
+    return _identity(row)
+
+
+def close_session(store: Store, secret: str) -> None:
+    with store.writing() as s:
+        s.execute(sa.delete(WebSession).where(WebSession.digest == digest(secret)))
+
+
+# -- What the door reads ----------------------------------------------------------------------
+
+
+def posts_page(store: Store, slug: str, *, after_id: int = 0, before_id: Optional[int] = None,
+               limit: int = 50) -> list:
+    """Up to *limit* posts of a Mood between the ids, oldest first: after *after_id* the
+    oldest ones, else the newest before *before_id*."""
+    from poller import values
+
+    with store.reading() as s:
+        mood = Store._mood(s, slug)
+        q = (sa.select(Post, Participant.handle, Participant.kind)
+             .join(Participant, Participant.id == Post.sender_id)
+             .where(Post.mood_id == mood.id, Post.id > after_id))
+        if before_id is not None:
+            q = q.where(Post.id < before_id)
+        newest_first = after_id == 0
+        q = q.order_by(Post.id.desc() if newest_first else Post.id).limit(limit)
+        rows = s.execute(q).all()
+        if newest_first:
+            rows.reverse()
+        return [values.PostInfo.from_row(p, slug, h, k) for p, h, k in rows]
+
+
+@dataclass(frozen=True)
+class Heads:
+    """What an event stream watches, store-wide: when it changes, streams look closer."""
+
+    post_id: int
+    wake_id: int
+    in_flight: tuple[tuple[int, str], ...]  # (wake id, status)
+    holds: tuple[tuple[int, int, str], ...]  # (agent id, Mood id, reason)
+
+
+def heads(store: Store) -> Heads:
+    with store.reading() as s:
+        post_id = s.scalar(sa.select(sa.func.max(Post.id))) or 0
+        wake_id = s.scalar(sa.select(sa.func.max(Wake.id))) or 0
+        flight = tuple(tuple(r) for r in s.execute(
+            sa.select(Wake.id, Wake.status).where(Wake.status.in_(IN_FLIGHT)).order_by(Wake.id)))
+        holds = tuple(tuple(r) for r in s.execute(
+            sa.select(Listener.agent_id, Listener.mood_id, Listener.hold_reason)
+            .where(Listener.hold_reason.is_not(None))
+            .order_by(Listener.agent_id, Listener.mood_id)))
+    return Heads(post_id, wake_id, flight, holds)
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    id: int
+    agent: str
+    kind: str
+    status: str
+    since: dt.datetime
+    finished_at: Optional[dt.datetime]
+
+
+@dataclass(frozen=True)
+class HoldRecord:
+    agent: str
+    reason: str
+    since: Optional[dt.datetime]
+    owed: int
+
+
+@dataclass(frozen=True)
+class MoodChanges:
+    posts: list
+    turns: list[TurnRecord]  # wakes after the cursor, those in flight, and the ones asked about
+    holds: list[HoldRecord]
+
+
+def mood_changes(store: Store, slug: str, after_post: int, after_wake: int,
+                 watched: tuple[int, ...] = (), limit: int = 200) -> MoodChanges:
+    """A Mood's posts after *after_post*, its turns after *after_wake* or in flight (and
+    the *watched* ones), and its holds on owed mentions now."""
+    from poller import values
+
+    with store.reading() as s:
+        mood = Store._mood(s, slug)
+        rows = s.execute(sa.select(Post, Participant.handle, Participant.kind)
+                         .join(Participant, Participant.id == Post.sender_id)
+                         .where(Post.mood_id == mood.id, Post.id > after_post)
+                         .order_by(Post.id).limit(limit)).all()
+        posts = [values.PostInfo.from_row(p, slug, h, k) for p, h, k in rows]
+        which = sa.or_(Wake.id > after_wake, Wake.status.in_(IN_FLIGHT))
+        if watched:
+            which = sa.or_(which, Wake.id.in_(watched))
+        turns = [TurnRecord(w.id, h, w.kind, w.status, w.started_at or w.created_at,
+                            w.finished_at) for w, h in s.execute(
+            sa.select(Wake, Participant.handle).join(Participant, Participant.id == Wake.agent_id)
+            .where(Wake.mood_id == mood.id, which).order_by(Wake.id).limit(limit))]
+        owed = dict(s.execute(sa.select(Owed.agent_id, sa.func.count()).where(
+            Owed.mood_id == mood.id).group_by(Owed.agent_id)).all())
+        holds = [HoldRecord(h, l.hold_reason, l.hold_since, owed[l.agent_id]) for l, h in s.execute(
+            sa.select(Listener, Participant.handle)
+            .join(Participant, Participant.id == Listener.agent_id)
+            .where(Listener.mood_id == mood.id, Listener.hold_reason.is_not(None))
+            .order_by(Participant.handle_key)) if owed.get(l.agent_id)]
+    return MoodChanges(posts, turns, holds)
+
+
+@dataclass(frozen=True)
+class AgentDay:
+    turns: int
+    tokens: int
+
+
+def agents_since(store: Store, since: dt.datetime) -> dict[str, AgentDay]:
+    """Turns started and prompt tokens sent per agent handle since *since*."""
+    with store.reading() as s:
+        rows = s.execute(sa.select(Participant.handle, sa.func.count(Wake.id),
+                                   sa.func.coalesce(sa.func.sum(Wake.prompt_tokens), 0))
+                         .join(Participant, Participant.id == Wake.agent_id)
+                         .where(Wake.created_at >= since).group_by(Participant.handle)).all()
+    return {h: AgentDay(int(n), int(t)) for h, n, t in rows}
+
+
+# -- Health and metrics -------------------------------------------------------------------
+
+
+def record_beat(store: Store, holder: str, at: dt.datetime, interval: float, took: float) -> None:
+    """A poller finished a cycle at *at* (it runs one every *interval* seconds)."""
+    with store.writing() as s:
+        row = s.get(PollerBeat, holder)
+        if row is None:
+            s.add(PollerBeat(holder=holder, at=at, interval=interval, took=took))
+        else:
+            row.at, row.interval, row.took = at, interval, took
+
+
+def drop_beat(store: Store, holder: str) -> None:
+    with store.writing() as s:
+        s.execute(sa.delete(PollerBeat).where(PollerBeat.holder == holder))
+
+
+@dataclass(frozen=True)
+class Beat:
+    holder: str
+    at: dt.datetime
+    interval: float
+    took: float
+
+
+def last_beat(store: Store) -> Optional[Beat]:
+    with store.reading() as s:
+        row = s.scalar(sa.select(PollerBeat).order_by(PollerBeat.at.desc()).limit(1))
+        return None if row is None else Beat(row.holder, row.at, row.interval, row.took)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What ``/metrics`` reports, read in one transaction."""
+
+    wakes: dict[tuple[str, str], int]  # (kind, status) -> count
+    turn_seconds: list[float]  # finished turns' durations
+    prompt_tokens: list[int]  # every wake's prompt size
+    holds: dict[str, int]  # reason -> listeners holding owed mentions
+    owed: int
+    dial_fetched_at: Optional[dt.datetime]
+    moods: int
+
+
+def figures(store: Store) -> Figures:
+    with store.reading() as s:
+        wakes = {(k, st): n for k, st, n in s.execute(
+            sa.select(Wake.kind, Wake.status, sa.func.count()).group_by(Wake.kind, Wake.status))}
+        durations = [(f - st).total_seconds() for st, f in s.execute(
+            sa.select(Wake.started_at, Wake.finished_at)
+            .where(Wake.started_at.is_not(None), Wake.finished_at.is_not(None)))]
+        tokens = list(s.scalars(sa.select(Wake.prompt_tokens)))
+        owed_pairs = sa.select(Owed.agent_id, Owed.mood_id).distinct().subquery()
+        holds = dict(s.execute(
+            sa.select(Listener.hold_reason, sa.func.count()).select_from(Listener)
+            .join(owed_pairs, sa.and_(owed_pairs.c.agent_id == Listener.agent_id,
+                                      owed_pairs.c.mood_id == Listener.mood_id))
+            .where(Listener.hold_reason.is_not(None))
+            .group_by(Listener.hold_reason)).all())
+        owed = s.scalar(sa.select(sa.func.count()).select_from(Owed)) or 0
+        fetched = s.scalar(sa.select(sa.func.max(DialCache.fetched_at)))
+        moods = s.scalar(sa.select(sa.func.count()).select_from(Mood)) or 0
+    return Figures(wakes, durations, tokens, holds, owed, fetched, moods)
+
+
+def ping(store: Store) -> None:
+    """Raise if the database cannot answer a trivial query."""
+    with store.reading() as s:
+        s.execute(sa.select(1))

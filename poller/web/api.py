@@ -1,0 +1,302 @@
+"""``/api/v1``: the command line's verbs over HTTP, each route described once.
+
+Every route is a :class:`Route`: its method and path, who may call it, its
+query parameters and body, and a plain function of a :class:`Call` that
+returns JSON-ready data.  :func:`poller.web.app.create_app` mounts them and
+:mod:`poller.web.openapi` describes the very same list, so the document
+cannot name a route that is not served, or miss one that is.
+
+The functions call the store's verbs (``Store.add_post`` is the one ingest
+path), so the API refuses what the CLI refuses, with the same words.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from poller import errors, observe, settings, text
+from poller.kinds import WakeKind, WakeStatus, names
+from poller.store import access
+from poller.web.auth import Refused
+
+PREFIX = "/api/v1"
+MAX_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # integer | string | time
+    help: str
+    enum: tuple[str, ...] = ()
+    required: bool = False
+
+
+@dataclass
+class Call:
+    """One API request, as a route's function sees it."""
+
+    door: Any  # poller.web.app.Door
+    who: Optional[access.Identity]
+    path: dict[str, str]
+    query: dict[str, Any]
+    body: dict[str, Any]
+    now: dt.datetime
+
+    @property
+    def store(self):
+        return self.door.store
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # under PREFIX
+    run: Optional[Callable[[Call], Any]]  # None: served by its own endpoint (the stream)
+    summary: str
+    need: Optional[str] = "read"  # read | post | operator | None (anyone)
+    query: tuple[Param, ...] = ()
+    body: Optional[dict] = None  # the JSON schema of the body
+    status: int = 200
+    errors: tuple[int, ...] = ()
+    produces: str = "application/json"
+    tags: tuple[str, ...] = field(default=())
+
+
+# -- Moods and posts -------------------------------------------------------------------------
+
+
+def list_moods(c: Call):
+    return [m.to_json() for m in c.store.moods(include_archived=bool(c.query.get("archived")))]
+
+
+def add_mood(c: Call):
+    return c.store.add_mood(_text(c.body, "slug"), _text(c.body, "title", ""), c.now).to_json()
+
+
+def show_mood(c: Call):
+    return c.store.mood(c.path["slug"]).to_json()
+
+
+def list_posts(c: Call):
+    limit = c.query.get("limit", 50)
+    if not 1 <= limit <= MAX_LIMIT:
+        raise Refused(400, "bad_request", f"limit must be 1 to {MAX_LIMIT}")
+    posts = access.posts_page(c.store, c.path["slug"], after_id=c.query.get("after_id") or 0,
+                              before_id=c.query.get("before_id"), limit=limit)
+    return [p.to_json() for p in posts]
+
+
+def add_post(c: Call):
+    body = _text(c.body, "text")
+    if len(body) > text.MAX_POST_CHARS:
+        raise Refused(413, "post_too_long", f"post too long: {len(body):,} characters "
+                                            f"(the limit is {text.MAX_POST_CHARS:,})")
+    reply_to = c.body.get("reply_to")
+    if reply_to is not None and (not isinstance(reply_to, int) or isinstance(reply_to, bool)):
+        raise Refused(400, "bad_request", "reply_to must be a post id (an integer)")
+    c.door.post_limit.take(c.who.token_id)
+    post = c.store.add_post(c.path["slug"], c.who.handle, body, c.now, reply_to=reply_to)
+    c.door.posted()
+    return post.to_json()
+
+
+def add_signin(c: Call):
+    row = c.store.add_signin(c.who.handle, c.path["slug"], c.now, label=_text(c.body, "label", ""))
+    c.door.posted()
+    return {"id": row.id, "handle": row.who, "mood": row.mood, "label": row.label,
+            "at": text.iso(row.at)}
+
+
+# -- Settings --------------------------------------------------------------------------------
+
+
+def get_settings(c: Call):
+    resolved = c.store.resolved(c.now, mood=c.query.get("mood"), agent=c.query.get("agent"))
+    return {r.key: {"value": r.value, "slot": r.slot, "until": text.iso(r.until)}
+            for r in resolved.values()}
+
+
+def set_settings(c: Call):
+    mood, agent = c.body.get("mood"), c.body.get("agent")
+    for name, value in (("mood", mood), ("agent", agent)):
+        if value is not None and not isinstance(value, str):
+            raise Refused(400, "bad_request", f"{name} must be a string")
+    # A person with full trust turns a Mood's dials; everywhere-at-once is an operator's.
+    if mood is None and not c.who.operator:
+        raise Refused(403, "forbidden", "only operators change settings for every Mood: "
+                                        "name a Mood")
+    if not (c.who.operator or c.who.trust == "full"):
+        raise Refused(403, "forbidden", f"{c.who.handle} has trust {c.who.trust}: changing "
+                                        "settings needs trust full")
+    until = c.body.get("until")
+    until_at = text.parse_time(until, "until") if isinstance(until, str) else None
+    if until is not None and until_at is None:
+        raise Refused(400, "bad_request", "until must be an ISO 8601 time")
+    change = c.store.set_setting(_text(c.body, "key"), _text(c.body, "value"), c.now, mood=mood,
+                                 agent=agent, by=c.who.handle, note=_text(c.body, "note", ""),
+                                 until=until_at)
+    c.door.posted()
+    return {"key": change.key, "old": change.old, "new": change.new,
+            "slot": settings.SLOT_NAMES[(mood is not None, agent is not None)],
+            "mood": mood, "agent": agent, "until": text.iso(until_at)}
+
+
+# -- Agents, wakes, why, status, scram ---------------------------------------------------------
+
+
+def list_agents(c: Call):
+    return agent_rows(c.store, c.now)
+
+
+def agent_rows(store, now: dt.datetime) -> list[dict]:
+    """Each agent with its state: idle, at work (since when, where), held, or away."""
+    st = observe.status(store, now)
+    flight = {}
+    for w in st["in_flight"]:
+        flight.setdefault(w["agent"], []).append({"mood": w["mood"], "since": w["since"],
+                                                  "wake_id": w["id"], "kind": w["kind"]})
+    day = access.agents_since(store, now.replace(hour=0, minute=0, second=0, microsecond=0))
+    due = {}
+    for d in st["next_due"]:
+        due.setdefault(d["agent"], d["due_at"])
+    out = []
+    for a in st["agents"]:
+        state = a["state"]
+        if state == "idle" and store.resolved(now, agent=a["handle"])["listening"].value == "off":
+            state = "away"
+        today = day.get(a["handle"], access.AgentDay(0, 0))
+        out.append({"handle": a["handle"], "state": state, "at_work": flight.get(a["handle"], []),
+                    "held": a["held"], "owed": a["owed"], "next_due": due.get(a["handle"]),
+                    "turns_today": today.turns, "tokens_today": today.tokens})
+    return out
+
+
+def list_wakes(c: Call):
+    q = c.query
+    return observe.wakes(c.store, mood=q.get("mood"), agent=q.get("agent"), kind=q.get("kind"),
+                         status=q.get("status"), since=q.get("since"), limit=q.get("limit", 50))
+
+
+def show_wake(c: Call):
+    wake_id = c.path["wake_id"]
+    if not wake_id.isdigit():
+        raise Refused(404, "not_found", f"no wake {wake_id!r}")
+    return observe.wake(c.store, int(wake_id))
+
+
+def why(c: Call):
+    return observe.why(c.store, c.query["mood"], c.query["agent"], c.now)
+
+
+def status(c: Call):
+    return observe.status(c.store, c.now)
+
+
+def set_scram(c: Call):
+    return {"scram": True, "turns_ended": observe.set_scram(c.store, c.who.handle, c.now)}
+
+
+def lift_scram(c: Call):
+    return {"scram": False, "lifted": observe.lift_scram(c.store, c.now)}
+
+
+def me(c: Call):
+    return c.who.to_json()
+
+
+def _text(body: dict, name: str, default: Optional[str] = None) -> str:
+    value = body.get(name, default)
+    if value is None:
+        raise Refused(400, "bad_request", f"the body needs {name!r}")
+    if not isinstance(value, str):
+        raise Refused(400, "bad_request", f"{name!r} must be a string")
+    return value
+
+
+def _obj(props: dict, required: tuple[str, ...]) -> dict:
+    return {"type": "object", "properties": props, "required": list(required),
+            "additionalProperties": False}
+
+
+S = {"type": "string"}
+SLUG = Param("mood", "string", "Only this Mood (its slug).")
+AGENT = Param("agent", "string", "Only this agent (its handle).")
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/me", me, "The person the token belongs to."),
+    Route("GET", "/moods", list_moods, "Every Mood.",
+          query=(Param("archived", "integer", "1: include archived Moods."),)),
+    Route("POST", "/moods", add_mood, "Create a Mood (operators).", need="operator", status=201,
+          body=_obj({"slug": S, "title": S}, ("slug",)), errors=(400, 409)),
+    Route("GET", "/moods/{slug}", show_mood, "One Mood.", errors=(404,)),
+    Route("GET", "/moods/{slug}/posts", list_posts,
+          "Posts, oldest first: after after_id the oldest, else the newest (before before_id).",
+          query=(Param("after_id", "integer", "Only posts after this id."),
+                 Param("before_id", "integer", "Only posts before this id."),
+                 Param("limit", "integer", f"How many (1-{MAX_LIMIT}, default 50).")),
+          errors=(400, 404)),
+    Route("POST", "/moods/{slug}/posts", add_post,
+          "Post as the token's person (trust look or full), as `mood-poller post` does.",
+          need="post", status=201, errors=(400, 404, 413, 429),
+          body=_obj({"text": S, "reply_to": {"type": "integer"}}, ("text",))),
+    Route("POST", "/moods/{slug}/signins", add_signin,
+          "Record that the token's person signed in to the Mood (an arrival).", status=201,
+          body=_obj({"label": S}, ()), errors=(400, 404)),
+    Route("GET", "/moods/{slug}/events", None,
+          "Server-Sent Events: post, turn_started, turn_ended, working, holds. Resume with "
+          "Last-Event-ID (or ?after=) as sent in each event's id.",
+          query=(Param("after", "string", "Resume after this event id (POST_ID.WAKE_ID)."),),
+          produces="text/event-stream", errors=(404,)),
+    Route("GET", "/settings", get_settings,
+          "Resolved settings for a Mood and agent, and the slot each came from.",
+          query=(SLUG, AGENT), errors=(404,)),
+    Route("PUT", "/settings", set_settings,
+          "Set a key (trust full for a Mood's dials; operators for every Mood), validated as "
+          "`mood-poller set` validates it.", need="post", errors=(400, 404),
+          body=_obj({"key": S, "value": S, "mood": S, "agent": S, "note": S,
+                     "until": {"type": "string", "format": "date-time"}}, ("key", "value"))),
+    Route("GET", "/agents", list_agents,
+          "Agents: idle, at work (since, where), holding or away; holds, next due, turns and "
+          "tokens today."),
+    Route("GET", "/wakes", list_wakes, "Recent wakes, newest first (operators).", need="operator",
+          query=(SLUG, AGENT, Param("kind", "string", "Only this kind.", names(WakeKind)),
+                 Param("status", "string", "Only this status.", names(WakeStatus)),
+                 Param("since", "time", "Only wakes recorded at or after this time."),
+                 Param("limit", "integer", "How many (default 50).")), errors=(400, 404)),
+    Route("GET", "/wakes/{wake_id}", show_wake,
+          "One wake in full: the exact text the agent was shown (operators).", need="operator",
+          errors=(404,)),
+    Route("GET", "/why", why, "Why did (or didn't) an agent wake in a Mood (operators).",
+          need="operator", query=(Param("mood", "string", "The Mood.", required=True),
+                                  Param("agent", "string", "The agent.", required=True)),
+          errors=(400, 404)),
+    Route("GET", "/status", status, "Turns in flight, holds, what is due (operators).",
+          need="operator"),
+    Route("POST", "/scram", set_scram, "Emergency stop: wake nothing, end running turns "
+          "(operators).", need="operator"),
+    Route("DELETE", "/scram", lift_scram, "Lift the emergency stop (operators).",
+          need="operator"),
+    Route("GET", "/openapi.json", None, "This document.", need=None),
+)
+
+
+ERROR_STATUS = (
+    (errors.NotFound, 404, "not_found"),
+    (errors.AlreadyExists, 409, "conflict"),
+    (errors.InvalidSetting, 400, "invalid_setting"),
+    (errors.UserError, 400, "bad_request"),
+    (errors.StoreBusy, 503, "busy"),
+    (errors.StoreError, 503, "store_error"),
+    (errors.PollerError, 500, "error"),
+)
+
+
+def refusal(exc: errors.PollerError) -> Refused:
+    """The library's error as an HTTP refusal, its sentence kept."""
+    for cls, status, code in ERROR_STATUS:
+        if isinstance(exc, cls):
+            return Refused(status, code, str(exc))
+    raise AssertionError("unreachable")  # PollerError is in the table

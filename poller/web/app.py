@@ -1,0 +1,336 @@
+"""The ASGI application: the routes of :mod:`api`, :mod:`pages` and :mod:`health`
+over one :class:`Door` (the store, the clock, the keys, the feed).
+
+Cross-cutting rules live here: request bodies are capped, every response
+carries a strict Content-Security-Policy (no inline script, nothing from
+elsewhere), and every refusal is JSON ``{"error": code, "detail": sentence}``
+under ``/api`` (a page elsewhere).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route as StarRoute
+from starlette.staticfiles import StaticFiles
+
+from poller import errors
+from poller.store import access
+from poller.text import parse_time
+from poller.web import api, auth, events, health, openapi
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+@dataclass(frozen=True)
+class Options:
+    posts_per_minute: int = 30  # per token; 429 past it
+    body_limit: int = 512 * 1024  # bytes of a request body
+    keepalive: float = 15.0  # seconds between an idle stream's keep-alive comments
+    watch_every: float = 0.25  # seconds between the feed's looks at the store
+    poller_interval: Optional[float] = None  # what /healthz ages a cycle against
+    secure_cookie: bool = False  # set the cookie's Secure flag (serving behind TLS)
+
+
+class Door:
+    """What every request needs: the store and its clock, and the app's own state."""
+
+    def __init__(self, store, config, clock: Callable[[], dt.datetime], options: Options,
+                 dials=None):
+        self.store, self.config, self.clock, self.options = store, config, clock, options
+        self.keys = auth.Keys()
+        self.post_limit = auth.RateLimit(options.posts_per_minute)
+        self.feed = events.Feed(store, options.watch_every)
+        if dials is None:
+            from wiki_rules.source import DialSource
+
+            dials = DialSource.from_config(config, store.engine)
+        self.dials = dials
+
+    def posted(self) -> None:
+        """Something was committed here: streams look at once."""
+        self.feed.poke()
+
+    def caller(self, request: Request) -> Optional[auth.Caller]:
+        """Who sent *request*: its bearer token, else its session cookie, else nobody.
+
+        A bearer token that is unknown or revoked is refused outright (401).
+        """
+        token = auth.bearer(request.headers.get("authorization", ""))
+        if token is not None:
+            who = access.identify(self.store, token)
+            if who is None:
+                raise auth.Refused(401, "unauthorized", "the token is unknown or was revoked",
+                                   {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+            return auth.Caller(who, "bearer")
+        secret = request.cookies.get(auth.COOKIE, "")
+        who = access.session_identity(self.store, secret, self.clock()) if secret else None
+        return auth.Caller(who, "cookie", secret) if who else None
+
+
+def create_app(store, config, *, clock: Callable[[], dt.datetime],
+               options: Options = Options(), dials=None) -> Starlette:
+    from poller.web import pages
+
+    door = Door(store, config, clock, options, dials)
+    routes = [StarRoute(api.PREFIX + r.path, _api_endpoint(door, r), methods=[r.method])
+              for r in api.ROUTES if r.run is not None]
+    routes += [
+        StarRoute(api.PREFIX + "/moods/{slug}/events", _events_endpoint(door), methods=["GET"]),
+        StarRoute(api.PREFIX + "/openapi.json", _openapi_endpoint(), methods=["GET"]),
+        StarRoute("/healthz", _healthz_endpoint(door), methods=["GET"]),
+        StarRoute("/metrics", _metrics_endpoint(door), methods=["GET"]),
+        Mount("/static", StaticFiles(packages=[("poller.web", "static")]), name="static"),
+        *pages.routes(door),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        await door.feed.stop()
+
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={auth.Refused: _refused, 404: _not_found,
+                                        405: _not_allowed})
+    app.state.door = door
+    app.add_middleware(BodyCap, limit=options.body_limit)
+    app.add_middleware(Headers)
+    return app
+
+
+# -- Endpoints ---------------------------------------------------------------------------------
+
+
+def _api_endpoint(door: Door, route: api.Route):
+    async def endpoint(request: Request) -> Response:
+        body = {}
+        if route.body is not None:
+            body = await read_json(request)
+            check_body(route, body)
+        query = parse_query(route, request.query_params)
+
+        def work():
+            caller = door.caller(request)
+            who = auth.require(caller, route.need) if route.need else None
+            if caller is not None and caller.via == "cookie" and request.method not in SAFE_METHODS:
+                door.keys.check_csrf(caller.session, request.headers.get("x-csrf-token"))
+            return route.run(api.Call(door, who, dict(request.path_params), query, body,
+                                      door.clock()))
+
+        return JSONResponse(await guarded(work), status_code=route.status)
+
+    return endpoint
+
+
+async def guarded(work):
+    """Run *work* off the event loop, the library's errors turned into refusals."""
+    try:
+        return await run_in_threadpool(work)
+    except errors.PollerError as exc:
+        raise api.refusal(exc) from None
+    except Exception as exc:
+        from poller.cli import database_error
+
+        mapped = database_error(exc)
+        if mapped is None:
+            raise
+        raise api.refusal(mapped) from None
+
+
+def _events_endpoint(door: Door):
+    async def endpoint(request: Request) -> Response:
+        cursor = events.parse_cursor(request.headers.get("last-event-id")
+                                     or request.query_params.get("after"))
+        slug = request.path_params["slug"]
+
+        def check():
+            auth.require(door.caller(request), "read")
+            door.store.mood(slug)
+
+        await guarded(check)
+        return StreamingResponse(events.stream(door, slug, cursor), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    return endpoint
+
+
+def _openapi_endpoint():
+    doc = openapi.document(api.ROUTES, api.PREFIX)
+
+    async def endpoint(request: Request) -> Response:
+        return JSONResponse(doc)
+
+    return endpoint
+
+
+def _healthz_endpoint(door: Door):
+    async def endpoint(request: Request) -> Response:
+        report = await run_in_threadpool(health.facts, door.store, door.clock(), door.dials,
+                                         door.options.poller_interval)
+        return JSONResponse(report, status_code=200 if report["ok"] else 503)
+
+    return endpoint
+
+
+def _metrics_endpoint(door: Door):
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    async def endpoint(request: Request) -> Response:
+        body = await guarded(lambda: health.metrics_text(door.store, door.clock()))
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    return endpoint
+
+
+# -- Input -------------------------------------------------------------------------------------
+
+
+async def read_json(request: Request) -> dict:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise auth.Refused(415, "unsupported_media_type", "send the body as application/json")
+    raw = await request.body()
+    try:
+        body = json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise auth.Refused(400, "bad_json", f"the body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise auth.Refused(400, "bad_json", "the body must be a JSON object")
+    return body
+
+
+def check_body(route: api.Route, body: dict) -> None:
+    known = route.body["properties"]
+    unknown = sorted(set(body) - set(known))
+    if unknown:
+        raise auth.Refused(400, "bad_request", f"unknown field(s): {', '.join(unknown)}")
+
+
+def parse_query(route: api.Route, params) -> dict:
+    out = {}
+    for p in route.query:
+        raw = params.get(p.name)
+        if raw is None or raw == "":
+            if p.required:
+                raise auth.Refused(400, "bad_request", f"the query needs {p.name}")
+            continue
+        if p.kind == "integer":
+            if not raw.isdigit() or len(raw) > 18:
+                raise auth.Refused(400, "bad_request", f"{p.name} must be a whole number")
+            out[p.name] = int(raw)
+        elif p.kind == "time":
+            try:
+                out[p.name] = parse_time(raw, p.name)
+            except errors.UserError as exc:
+                raise auth.Refused(400, "bad_request", str(exc)) from None
+        else:
+            if p.enum and raw not in p.enum:
+                raise auth.Refused(400, "bad_request",
+                                   f"{p.name} must be one of {', '.join(p.enum)}")
+            out[p.name] = raw
+    return out
+
+
+# -- Refusals, headers, body cap --------------------------------------------------------------
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or "application/json" in request.headers.get(
+        "accept", "")
+
+
+async def _refused(request: Request, exc: auth.Refused) -> Response:
+    if _wants_json(request):
+        return JSONResponse({"error": exc.code, "detail": exc.detail}, status_code=exc.status,
+                            headers=exc.headers)
+    from poller.web import pages
+
+    return pages.refused(request, exc)
+
+
+async def _not_found(request: Request, exc) -> Response:
+    return await _refused(request, auth.Refused(404, "not_found", f"nothing at {request.url.path}"))
+
+
+async def _not_allowed(request: Request, exc) -> Response:
+    return await _refused(request, auth.Refused(405, "method_not_allowed",
+                                                f"{request.method} is not served here"))
+
+
+class Headers:
+    """Security headers on every response."""
+
+    HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+               (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                message = dict(message, headers=list(message.get("headers", [])) + self.HEADERS)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class BodyCap:
+    """Refuse a request body over *limit* bytes (413): by its Content-Length at once, and
+    as it streams in (a chunked body that says nothing).
+
+    The rest of a refused body is read and dropped (up to :data:`DRAIN` times the
+    limit) so the client gets the answer instead of a reset connection.
+    """
+
+    DRAIN = 16
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length", b"0")
+        if not length.isdigit() or int(length) > self.limit:
+            if length.isdigit() and int(length) <= self.DRAIN * self.limit:
+                await self.drain(receive, more=True)
+            response = JSONResponse({"error": "body_too_large", "detail": self.detail},
+                                    status_code=413)
+            return await response(scope, receive, send)
+        seen = 0
+
+        async def capped():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                await self.drain(receive, more=message.get("more_body", False))
+                raise auth.Refused(413, "body_too_large", self.detail)
+            return message
+
+        await self.app(scope, capped, send)
+
+    @property
+    def detail(self) -> str:
+        return f"the request body is over {self.limit:,} bytes"
+
+    async def drain(self, receive, more: bool) -> None:
+        budget = self.DRAIN * self.limit
+        while more and budget > 0:
+            message = await receive()
+            budget -= len(message.get("body", b""))
+            more = message.get("more_body", False) and message["type"] == "http.request"

@@ -1,0 +1,155 @@
+"""Live updates: ``GET /api/v1/moods/{slug}/events``, a Server-Sent Events stream.
+
+One :class:`Feed` per process watches the store's heads (the newest post and
+wake, the turns in flight, the holds) a few times a second, and at once when
+this process posts something; streams sleep on it and only read their Mood
+when something changed, so 200 open streams cost one small query per tick.
+
+Events, each with ``id: POST_ID.WAKE_ID`` (how far the client has been told):
+
+- ``post`` — a post, a reply, a silent dot (``kind: silent``), a notice;
+- ``turn_started`` / ``turn_ended`` — an agent at work here, and how it ended;
+- ``working`` — the turns in flight here now (sent on connect and on change);
+- ``holds`` — the agents holding owed mentions here, and why (on connect and
+  on change).
+
+A client that reconnects with ``Last-Event-ID`` (or ``?after=``) is sent
+everything after it; a comment line opens the stream and keeps it alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import AsyncIterator, Optional
+
+from starlette.concurrency import run_in_threadpool
+
+from poller.kinds import IN_FLIGHT
+from poller.store import access
+from poller.text import iso
+from poller.web.auth import Refused
+
+
+BATCH = 200  # posts read per look; a stream behind by more reads again at once
+
+
+class Feed:
+    """Watches the store's heads; wakes every stream when they move."""
+
+    def __init__(self, store, every: float = 0.25):
+        self.store = store
+        self.every = every
+        self.version = 0
+        self._heads: Optional[access.Heads] = None
+        self._cond: Optional[asyncio.Condition] = None
+        self._poked: Optional[asyncio.Event] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._task: Optional[asyncio.Task] = None
+
+    def _start(self) -> None:
+        if self._task is None:
+            self._loop = asyncio.get_running_loop()
+            self._cond = asyncio.Condition()
+            self._poked = asyncio.Event()
+            self._task = self._loop.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        while True:
+            try:
+                heads = await run_in_threadpool(access.heads, self.store)
+            except Exception:  # the database blinked: streams keep what they have
+                heads = self._heads
+            if heads != self._heads:
+                self._heads = heads
+                async with self._cond:
+                    self.version += 1
+                    self._cond.notify_all()
+            try:
+                await asyncio.wait_for(self._poked.wait(), self.every)
+            except asyncio.TimeoutError:
+                pass
+            self._poked.clear()
+
+    def poke(self) -> None:
+        """Look now (thread-safe): this process just committed something."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._poked.set)
+
+    async def wait(self, seen: int, timeout: float) -> int:
+        """Wait until the heads move past version *seen*, or *timeout* seconds."""
+        self._start()
+        async with self._cond:
+            try:
+                await asyncio.wait_for(self._cond.wait_for(lambda: self.version > seen), timeout)
+            except asyncio.TimeoutError:
+                pass
+        return self.version
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+def parse_cursor(raw: Optional[str]) -> Optional[tuple[int, int]]:
+    """``"POST_ID.WAKE_ID"`` (or a bare post id) to a pair; None if absent, 400 if bad."""
+    if not raw:
+        return None
+    post, _, wake = raw.strip().partition(".")
+    if not post.isdigit() or (wake and not wake.isdigit()):
+        raise Refused(400, "bad_request", f"bad event id {raw[:40]!r}: expected POST_ID.WAKE_ID")
+    return int(post), int(wake or 0)
+
+
+def frame(event: str, data, cursor: Optional[tuple[int, int]] = None) -> str:
+    head = f"id: {cursor[0]}.{cursor[1]}\n" if cursor else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def _turn(t: access.TurnRecord) -> dict:
+    return {"wake_id": t.id, "agent": t.agent, "kind": t.kind, "status": t.status,
+            "since": iso(t.since), "finished_at": iso(t.finished_at)}
+
+
+async def stream(door, slug: str, cursor: Optional[tuple[int, int]]) -> AsyncIterator[str]:
+    """The events of the Mood SLUG after *cursor* (None: from now), until disconnected."""
+    if cursor is None:
+        heads = await run_in_threadpool(access.heads, door.store)
+        cursor = (heads.post_id, heads.wake_id)
+    post_id, wake_id = cursor
+    yield ": connected\n\n"
+    watched: set[int] = set()
+    sent_working = sent_holds = None
+    version = door.feed.version
+    while True:
+        ch = await run_in_threadpool(access.mood_changes, door.store, slug, post_id, wake_id,
+                                     tuple(watched), BATCH)
+        fresh = {t.id for t in ch.turns if t.id > wake_id}
+        for t in ch.turns:  # a turn starts before its reply is posted
+            if t.id in fresh:
+                wake_id = t.id
+                yield frame("turn_started", _turn(t), (post_id, wake_id))
+        for p in ch.posts:
+            post_id = max(post_id, p.id)
+            yield frame("post", p.to_json(), (post_id, wake_id))
+        for t in ch.turns:
+            if t.status in IN_FLIGHT:
+                watched.add(t.id)
+            elif t.id in watched or t.id in fresh:
+                watched.discard(t.id)
+                yield frame("turn_ended", _turn(t), (post_id, wake_id))
+        working = [_turn(t) for t in ch.turns if t.status in IN_FLIGHT]
+        if working != sent_working:
+            sent_working = working
+            yield frame("working", working)
+        holds = [{"agent": h.agent, "reason": h.reason, "since": iso(h.since), "owed": h.owed}
+                 for h in ch.holds]
+        if holds != sent_holds:
+            sent_holds = holds
+            yield frame("holds", holds)
+        if len(ch.posts) >= BATCH:
+            continue  # more to send at once
+        seen = version
+        version = await door.feed.wait(version, door.options.keepalive)
+        if version == seen:
+            yield ": keep-alive\n\n"

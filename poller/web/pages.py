@@ -1,0 +1,222 @@
+"""The web pages: signing in, the Moods, a Mood's conversation, and the operators' views.
+
+Server-rendered Jinja (autoescaped: a post is shown as the text it is) with a
+little plain JavaScript from ``static/`` for the live parts (the Mood page's
+stream and post box, the sign-in link).  Every form carries a CSRF token
+bound to the session (or, before signing in, to a pre-sign-in cookie).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from typing import Optional
+from urllib.parse import quote
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from poller import observe, text
+from poller.kinds import WakeKind, WakeStatus, names
+from poller.store import access
+from poller.web import api, auth
+from poller.web.app import guarded
+
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("poller.web", "templates"),
+                         autoescape=True, trim_blocks=True, lstrip_blocks=True)
+ENV.filters["iso"] = text.iso
+
+
+def _short(value: Optional[dt.datetime | str]) -> str:
+    if not value:
+        return ""
+    if isinstance(value, str):
+        value = text.parse_time(value)
+    return value.strftime("%d %b %H:%M")
+
+
+ENV.filters["short"] = _short
+POSTS_SHOWN = 100
+
+
+def render(request: Request, name: str, status: int = 200, binding: Optional[str] = None,
+           **context) -> HTMLResponse:
+    """The template *name*; forms in it get a CSRF token bound to the session (or *binding*)."""
+    caller = getattr(request.state, "caller", None)
+    if binding is None:
+        binding = caller.session if caller else request.cookies.get(auth.PRE_COOKIE, "")
+    context.setdefault("who", caller.who if caller else None)
+    context["csrf"] = request.app.state.door.keys.csrf(binding) if binding else ""
+    return HTMLResponse(ENV.get_template(name).render(**context), status_code=status)
+
+
+def refused(request: Request, exc: auth.Refused) -> Response:
+    if exc.status == 401 and request.method == "GET":
+        return RedirectResponse(f"/signin?next={quote(request.url.path)}", status_code=303)
+    return render(request, "refused.html", status=exc.status, refusal=exc)
+
+
+def routes(door) -> list[Route]:
+    def page(need: str, build, methods=("GET",)):
+        async def endpoint(request: Request) -> Response:
+            form = await request.form() if request.method == "POST" else {}
+
+            def work():
+                caller = door.caller(request)
+                request.state.caller = caller
+                who = auth.require(caller, need)
+                if request.method == "POST":
+                    door.keys.check_csrf(caller.session, form.get("csrf")
+                                         or request.headers.get("x-csrf-token"))
+                return build(request, door, who, form)
+
+            return await guarded(work)
+
+        return endpoint
+
+    return [
+        Route("/signin", signin_page, methods=["GET"]),
+        Route("/signin", _signin(door), methods=["POST"]),
+        Route("/signout", page("read", signout, ("POST",)), methods=["POST"]),
+        Route("/", page("read", moods_page)),
+        Route("/m/{slug}", page("read", mood_page)),
+        Route("/m/{slug}/posts", page("post", post_form), methods=["POST"]),
+        Route("/ops/agents", page("operator", agents_page)),
+        Route("/ops/wakes", page("operator", wakes_page)),
+        Route("/ops/wakes/{wake_id}", page("operator", wake_page)),
+        Route("/ops/why", page("operator", why_page)),
+        Route("/ops/dials", page("operator", dials_page)),
+        Route("/ops/scram", page("operator", scram_form), methods=["POST"]),
+    ]
+
+
+# -- Signing in and out --------------------------------------------------------------------------
+
+
+async def signin_page(request: Request) -> Response:
+    request.state.caller = None
+    pre = request.cookies.get(auth.PRE_COOKIE) or secrets.token_urlsafe(24)
+    response = render(request, "signin.html", binding=pre,
+                      next=_local(request.query_params.get("next")), error=None)
+    response.set_cookie(auth.PRE_COOKIE, pre, httponly=True, samesite="strict", path="/signin",
+                        secure=request.app.state.door.options.secure_cookie)
+    return response
+
+
+def _signin(door):
+    async def endpoint(request: Request) -> Response:
+        form = await request.form()
+        request.state.caller = None
+        door.keys.check_csrf(request.cookies.get(auth.PRE_COOKIE, ""), form.get("csrf"))
+        token = str(form.get("token") or "").strip()
+
+        def work():
+            who = access.identify(door.store, token)
+            return (who, access.open_session(door.store, who, door.clock())) if who else None
+
+        opened = await guarded(work)
+        if opened is None:
+            return render(request, "signin.html", status=401, next=_local(form.get("next")),
+                          error="That token is unknown or was revoked.")
+        response = RedirectResponse(_local(form.get("next")), status_code=303)
+        response.set_cookie(auth.COOKIE, opened[1], max_age=int(access.SESSION_TTL.total_seconds()),
+                            httponly=True, samesite="strict", path="/",
+                            secure=door.options.secure_cookie)
+        response.delete_cookie(auth.PRE_COOKIE, path="/signin")
+        return response
+
+    return endpoint
+
+
+def signout(request, door, who, form) -> Response:
+    access.close_session(door.store, request.state.caller.session)
+    response = RedirectResponse("/signin", status_code=303)
+    response.delete_cookie(auth.COOKIE, path="/")
+    return response
+
+
+def _local(target) -> str:
+    """Only a path on this site is followed after signing in (never //elsewhere)."""
+    target = str(target or "/")
+    return target if target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
+
+
+# -- People's pages ---------------------------------------------------------------------------------
+
+
+def moods_page(request, door, who, form) -> Response:
+    return render(request, "moods.html", moods=door.store.moods(include_archived=False))
+
+
+def mood_page(request, door, who, form) -> Response:
+    slug = request.path_params["slug"]
+    now = door.clock()
+    mood = door.store.mood(slug)
+    door.store.add_signin(who.handle, slug, now, label="web")  # opening the page is arriving
+    door.posted()
+    heads = access.heads(door.store)
+    posts = access.posts_page(door.store, slug, limit=POSTS_SHOWN)
+    return render(request, "mood.html", mood=mood, posts=[p.to_json() for p in posts],
+                  after=f"{posts[-1].id if posts else 0}.{heads.wake_id}")
+
+
+def post_form(request, door, who, form) -> Response:
+    slug = request.path_params["slug"]
+    call = api.Call(door, who, {"slug": slug}, {}, {"text": str(form.get("text") or "")},
+                    door.clock())
+    post = api.add_post(call)
+    if "application/json" in request.headers.get("accept", ""):
+        return JSONResponse(post, status_code=201)
+    return RedirectResponse(f"/m/{slug}", status_code=303)
+
+
+# -- Operators' pages -----------------------------------------------------------------------------
+
+
+def agents_page(request, door, who, form) -> Response:
+    now = door.clock()
+    st = observe.status(door.store, now)
+    return render(request, "agents.html", agents=api.agent_rows(door.store, now), status=st)
+
+
+def wakes_page(request, door, who, form) -> Response:
+    route = next(r for r in api.ROUTES if r.path == "/wakes")
+    from poller.web.app import parse_query
+
+    query = parse_query(route, request.query_params)
+    rows = api.list_wakes(api.Call(door, who, {}, query, {}, door.clock()))
+    return render(request, "wakes.html", wakes=rows, query=query, kinds=names(WakeKind),
+                  statuses=names(WakeStatus), moods=door.store.moods(),
+                  agents=door.store.agents())
+
+
+def wake_page(request, door, who, form) -> Response:
+    w = api.show_wake(api.Call(door, who, dict(request.path_params), {}, {}, door.clock()))
+    return render(request, "wake.html", wake=w)
+
+
+def why_page(request, door, who, form) -> Response:
+    mood, agent = request.query_params.get("mood"), request.query_params.get("agent")
+    answer = observe.why(door.store, mood, agent, door.clock()) if mood and agent else None
+    return render(request, "why.html", answer=answer, mood=mood, agent=agent,
+                  moods=door.store.moods(), agents=door.store.agents())
+
+
+def dials_page(request, door, who, form) -> Response:
+    from wiki_rules import report
+
+    return render(request, "dials.html", dials=report.as_dict(door.dials.status(door.clock())))
+
+
+def scram_form(request, door, who, form) -> Response:
+    now = door.clock()
+    if form.get("action") == "lift":
+        observe.lift_scram(door.store, now)
+    elif form.get("confirm") == "stop":
+        observe.set_scram(door.store, who.handle, now)
+    else:
+        raise auth.Refused(400, "unconfirmed", "tick the box to confirm the emergency stop")
+    door.posted()
+    return RedirectResponse("/ops/agents", status_code=303)

@@ -1,0 +1,85 @@
+"""Running the front door: uvicorn over the app, and (``--with-poller``) the poller
+beside it in a thread, each cycle's time recorded for ``/healthz``."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+
+import uvicorn
+
+from poller import loop
+from poller.store import access
+from poller.web.app import Options, create_app
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, saying where it listens once it does (``--port 0`` picks one):
+    ``announce`` is called with the URL."""
+
+    def __init__(self, config: uvicorn.Config, announce=None):
+        super().__init__(config)
+        self.announce = announce or (lambda url: print(f"serving on {url}", file=sys.stderr,
+                                                       flush=True))
+
+    async def startup(self, sockets=None):
+        await super().startup(sockets)
+        if self.started:
+            for server in self.servers:
+                for sock in server.sockets:
+                    host, port = sock.getsockname()[:2]
+                    self.announce(f"http://{host}:{port}/")
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT, or OSError (in use, not an address of this machine)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(False)
+    return sock
+
+
+class BeatingPoller(loop.Poller):
+    """The poller, recording each cycle's time (for ``/healthz`` and ``health``)."""
+
+    interval = 1.0
+
+    def tick(self, now, *, dry_run: bool = False):
+        began = time.perf_counter()
+        report = super().tick(now, dry_run=dry_run)
+        if report.started and not dry_run:
+            access.record_beat(self.store, self.holder, now, self.interval,
+                               time.perf_counter() - began)
+        return report
+
+    def release(self) -> None:
+        super().release()
+        try:
+            access.drop_beat(self.store, self.holder)
+        except Exception:  # the database is gone: the beat only ages
+            pass
+
+
+def build(store, config, clock, dials, *, host: str, port: int, with_poller: bool,
+          interval: float):
+    """The server, the event that stops the poller, and the poller's thread (or None)."""
+    web = create_app(store, config, clock=clock, dials=dials,
+                     options=Options(poller_interval=interval if with_poller else None))
+    server = Server(uvicorn.Config(web, host=host, port=port, log_level="warning",
+                                   access_log=False, lifespan="on",
+                                   timeout_graceful_shutdown=5, server_header=False))
+    stop = threading.Event()
+    thread = None
+    if with_poller:
+        poller = BeatingPoller(store, config, dials=dials.current, detach=False)
+        poller.interval = interval
+        thread = threading.Thread(target=poller.run, args=(interval, stop, clock), name="poller")
+    return server, stop, thread
