@@ -130,8 +130,8 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
 
 def log_end(claimed: turns.Claimed, status: str, outcome: wakers.Outcome, seconds: float) -> None:
     """One line per turn's end: who, where, how it ended, how long, how big the wake was."""
-    detail = f": {outcome.error}" if outcome.error and status not in ANSWERED else ""
-    level = logging.INFO if status in ANSWERED else logging.WARNING
+    detail = f": {outcome.error}" if outcome.error else ""  # an answer may carry one too
+    level = logging.INFO if status in ANSWERED and not outcome.error else logging.WARNING
     log.log(level, "turn %s: %s in %s (%s) %s after %.1f s%s", claimed.wake_id,
             claimed.agent.handle, claimed.mood, claimed.kind, status, seconds, detail,
             extra={"action": "turn_settled", "wake_id": claimed.wake_id,

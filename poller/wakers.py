@@ -350,7 +350,9 @@ class ClaudeStream:
     """Claude Code's ``stream-json`` output, read line by line as it arrives.
 
     Keeps only what the turn needs: the session id (from the ``system``/``init``
-    line or any later line) and the final ``result`` line.
+    line or any later line), the final ``result`` line, and the text of the
+    agent's last message that said something (``said``): its words stand as its
+    reply even when the run then ends in an error.
     """
 
     def __init__(self) -> None:
@@ -358,6 +360,7 @@ class ClaudeStream:
         self._skipping = False
         self.session: Optional[str] = None
         self.result: Optional[dict] = None
+        self.said: str = ""
         self.bad_lines = 0
         self.notes: list[str] = []
 
@@ -401,6 +404,22 @@ class ClaudeStream:
             self.session = sid[:200]
         if obj.get("type") == "result":
             self.result = obj
+        elif obj.get("type") == "assistant":
+            said = _message_text(obj.get("message"))
+            if said:
+                self.said = said
+
+
+def _message_text(message) -> str:
+    """The text blocks of an assistant message (tool calls and thinking left out)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content.strip()
+    if not isinstance(content, list):
+        return ""
+    texts = [b["text"].strip() for b in content
+             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return "\n\n".join(t for t in texts if t)
 
 
 class ClaudeWaker:
@@ -437,8 +456,19 @@ class ClaudeWaker:
                            session=stream.session)
         return self._outcome(stream, proc, turn)
 
+    @classmethod
+    def _outcome(cls, stream: ClaudeStream, proc: Process, turn: Turn) -> Outcome:
+        out = cls._ending(stream, proc, turn)
+        if out.status == "failed" and stream.said:
+            # The run ended badly after the agent spoke: its words are its reply
+            # (silence recognised as silence by the settling), the error kept beside.
+            return Outcome("replied", reply=stream.said, error=out.error,
+                           note="; ".join(filter(None, [out.note, f"after it spoke, {out.error}"])),
+                           session=stream.session or out.session, cost=out.cost)
+        return out
+
     @staticmethod
-    def _outcome(stream: ClaudeStream, proc: Process, turn: Turn) -> Outcome:
+    def _ending(stream: ClaudeStream, proc: Process, turn: Turn) -> Outcome:
         note = "; ".join(stream.notes)
         if stream.bad_lines:
             note = "; ".join(filter(None, [note, f"{stream.bad_lines} unreadable stream lines skipped"]))

@@ -111,7 +111,7 @@ def test_claude_code_turns_resume_the_moods_session(room, tmp_path):
 
 def test_a_claude_stream_without_a_result_fails_the_turn(room, tmp_path):
     bindir = tmp_path / "bin"
-    exe = write_claude(bindir, mode="noresult")
+    exe = write_claude(bindir, mode="noresult-quiet")  # it never spoke
     room("agent", "add", "claude", "--claude-code", "--claude-bin", str(exe))
     tick(room, 0)
     post(room, 1, "ada", "@claude hello?")

@@ -69,16 +69,31 @@ def test_a_stored_session_is_resumed(claude):
 
 
 @pytest.mark.parametrize("mode, error", [
-    ("noresult", "ended without a final result"),
-    ("crash", "ended without a final result (exit code 1"),
-    ("error", "claude reported error_max_turns: reached the maximum number of turns"),
+    ("noresult-quiet", "ended without a final result"),
+    ("crash-quiet", "ended without a final result (exit code 1"),
+    ("error-quiet", "claude reported error_max_turns: reached the maximum number of turns"),
+    ("budget-quiet", "claude reported error_max_budget_usd"),
 ])
-def test_no_final_success_is_a_failure(claude, mode, error):
+def test_no_final_success_and_nothing_said_is_a_failure(claude, mode, error):
     bindir, exe = claude
     set_claude(bindir, mode)
     out = run(wakers.ClaudeWaker({"bin": str(exe)}), turn())
     assert out.status == "failed" and error in out.error
     assert out.reply == ""
+
+
+@pytest.mark.parametrize("mode, error", [
+    ("noresult", "ended without a final result"),
+    ("crash", "ended without a final result (exit code 1"),
+    ("error", "claude reported error_max_turns"),
+    ("budget", "claude reported error_max_budget_usd"),
+])
+def test_what_the_agent_said_before_an_error_is_its_reply(claude, mode, error):
+    bindir, exe = claude
+    set_claude(bindir, mode, reply="Here is the summary you asked for.")
+    out = run(wakers.ClaudeWaker({"bin": str(exe)}), turn())
+    assert out.status == "replied" and out.reply == "Here is the summary you asked for."
+    assert error in out.error and error in out.note  # kept beside the reply, for `wakes show`
 
 
 def test_a_session_that_cannot_be_resumed_is_forgotten(claude):

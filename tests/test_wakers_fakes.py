@@ -9,6 +9,9 @@ test can switch behaviour between turns:
 - ``ok``: a successful result whose text is ``claude-reply`` (or a default);
 - ``noresult``: init and an assistant message, then exit 0 with no result;
 - ``error``: a result with subtype ``error_max_turns``;
+- ``budget``: a result with subtype ``error_max_budget_usd`` and no result text;
+- any mode ending ``-quiet`` (``error-quiet``, ``noresult-quiet``...): as the
+  mode before it, but the assistant message only calls a tool (says nothing);
 - ``badutf8``: invalid UTF-8 bytes in an assistant line, then a good result;
 - ``crash``: half a stream, then exit 1;
 - ``no-resume``: like Claude Code given an unknown ``--resume`` id.
@@ -37,6 +40,8 @@ def read(name, default=""):
     except OSError:
         return default
 mode = read("claude-mode", "ok").strip()
+quiet = mode.endswith("-quiet")
+mode = mode.removesuffix("-quiet")
 prompt = sys.stdin.read()
 argv = sys.argv[1:]
 with open(os.path.join(here, "claude.jsonl"), "a") as fh:
@@ -58,7 +63,8 @@ emit({{"type": "system", "subtype": "init", "session_id": sid, "cwd": os.getcwd(
 reply = read("claude-reply", "Hello from the stand-in claude.")
 emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_1", "type": "message",
       "role": "assistant", "model": "claude-sonnet",
-      "content": [{{"type": "text", "text": reply[:200]}}], "stop_reason": "end_turn"}}}})
+      "content": [{{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {{"file_path": "notes.md"}}}}]
+      if quiet else [{{"type": "text", "text": reply[:200]}}], "stop_reason": "end_turn"}}}})
 if mode == "badutf8":
     out.write(b'{{"type": "assistant", "session_id": "' + sid.encode() + b'", "note": "\xff\xfe bad"}}\n')
     out.write(b"\xc3\x28 not json at all\n")
@@ -68,6 +74,10 @@ if mode == "crash":
     out.write(b'{{"type": "assistant", "sess')
     out.flush()
     sys.exit(1)
+if mode == "budget":
+    emit({{"type": "result", "subtype": "error_max_budget_usd", "is_error": True, "session_id": sid,
+          "num_turns": 3, "total_cost_usd": 1.02, "duration_ms": 5000}})
+    sys.exit(0)
 if mode == "error":
     emit({{"type": "result", "subtype": "error_max_turns", "is_error": True, "session_id": sid,
           "num_turns": 30, "total_cost_usd": 0.5, "errors": ["reached the maximum number of turns"]}})

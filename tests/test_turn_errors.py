@@ -1,0 +1,68 @@
+"""A Claude Code turn that ends in an error after the agent spoke: its words stand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_wakers_fakes import set_claude, write_claude
+from timeline import TimelineCli, at
+
+
+@pytest.fixture
+def room(cli, tmp_path):
+    """A Mood, a full-trust person, a stand-in claude agent, the first cycle run."""
+    c = TimelineCli(cli.db_url)
+    c("mood", "add", "lobby")
+    c("person", "add", "ada", "--trust", "full")
+    c("set", "cooldown", "0")
+    c("set", "considers_per_hour", "0")
+    bindir = tmp_path / "bin"
+    exe = write_claude(bindir)
+    c("agent", "add", "claude", "--claude-code", "--claude-bin", str(exe),
+      "--session-dir", str(tmp_path / "sessions"))
+    c("tick", "--now", at(0), "--wait")
+    return c, bindir
+
+
+def ask(c, seconds: float) -> dict:
+    c("post", "lobby", "--as", "ada", "--at", at(seconds), "@claude how far did you get?")
+    c("tick", "--now", at(seconds + 1), "--wait")
+    wakes = sorted(json.loads(c("wakes", "--json").out), key=lambda w: w["id"])
+    return wakes[-1]
+
+
+def last_post(c) -> dict:
+    return json.loads(c("posts", "lobby", "--json").out)[-1]
+
+
+def test_words_said_before_a_budget_error_are_posted_and_the_error_kept(room):
+    c, bindir = room
+    set_claude(bindir, "budget", reply="Halfway: the parser is done, the tests are not.")
+    w = ask(c, 10)
+    assert w["status"] == "replied"
+    post = last_post(c)
+    assert (post["sender"], post["kind"]) == ("claude", "post")
+    assert post["text"] == "Halfway: the parser is done, the tests are not."
+    shown = c("wakes", "show", str(w["id"])).out
+    assert "error_max_budget_usd" in shown
+
+
+def test_silence_before_an_error_is_silence(room):
+    c, bindir = room
+    set_claude(bindir, "budget", reply="<silent>resting</silent>")
+    w = ask(c, 10)
+    assert w["status"] == "silent"
+    assert last_post(c)["kind"] == "silent"
+    assert "error_max_budget_usd" in c("wakes", "show", str(w["id"])).out
+
+
+def test_an_error_with_nothing_said_still_fails_the_turn(room):
+    c, bindir = room
+    set_claude(bindir, "budget-quiet")
+    w = ask(c, 10)
+    assert w["status"] == "failed"
+    post = last_post(c)
+    assert post["sender"] != "claude" or post["kind"] != "post"
+    assert "error_max_budget_usd" in c("wakes", "show", str(w["id"])).out
