@@ -125,3 +125,45 @@ def serve_process(db_url: str, tmp_path: Path, *args: str, config: Optional[Path
         return m.group(1) if m else None
 
     return ServeProcess(proc, wait_for(announced, what="serve to listen"), log)
+
+
+class Events:
+    """An event stream read in a thread: every event and comment, in order."""
+
+    def __init__(self, client: httpx.Client, path: str, headers: Optional[dict] = None):
+        self.items: list[dict] = []
+        self.status: Optional[int] = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(client, path, headers or {}),
+                                        daemon=True)
+        self._thread.start()
+
+    def _read(self, client, path, headers) -> None:
+        import json
+
+        with client.stream("GET", path, headers=headers) as r:
+            self.status = r.status_code
+            item: dict = {}
+            for line in r.iter_lines():
+                if self._stop.is_set():
+                    return
+                if line.startswith(":"):
+                    self.items.append({"comment": line[1:].strip()})
+                elif line == "":
+                    if item:
+                        if "data" in item:
+                            item["data"] = json.loads(item["data"])
+                        self.items.append(item)
+                    item = {}
+                else:
+                    key, _, value = line.partition(": ")
+                    item[key] = value
+
+    def of(self, event: str) -> list[dict]:
+        return [i for i in self.items if i.get("event") == event]
+
+    def wait(self, predicate, what: str):
+        return wait_for(lambda: predicate(self), what=what)
+
+    def close(self) -> None:
+        self._stop.set()
