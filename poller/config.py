@@ -92,6 +92,7 @@ class PollerConfig:
     bot_chain_cap: int = 3  # agent-to-agent mentions without a person in between
     look_timeout: float = 900.0  # seconds before a look-only turn is killed
     full_timeout: float = HOUR_S  # seconds for full-tool turns; 0 = no limit
+    silence_limit: float = 600.0  # a full-tool turn silent this long is cut off; 0 = none
     shutdown_grace: float = 10.0  # seconds running turns get on SIGTERM
     hold_renew: float = 300.0  # a hold is re-announced after this long
     person_recent: float = 12 * HOUR_S  # quiet looks need a person this recent
@@ -206,6 +207,7 @@ RULES: dict[str, Rule] = {
     "poller.bot_chain_cap": _count(0),
     "poller.look_timeout": _seconds(above=0),
     "poller.full_timeout": _seconds(min=0),
+    "poller.silence_limit": _seconds(min=0),
     "poller.shutdown_grace": _seconds(min=0),
     "poller.hold_renew": _seconds(above=0),
     "poller.person_recent": _seconds(min=0),

@@ -109,6 +109,8 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
     turn = wakers.Turn(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
                        timeout=timeout_for(agent, claimed.tools, cfg.poller),
+                       silence_limit=(cfg.poller.silence_limit or None) if claimed.tools == "full"
+                       else None,
                        workdir=agent.workdir, session=claimed.session,
                        pass_env=tuple(n.strip() for n in cfg.poller.agent_env.split(",")
                                       if n.strip()))

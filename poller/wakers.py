@@ -54,6 +54,7 @@ class Turn:
     text: str
     answers: tuple[int, ...] = ()
     timeout: Optional[float] = None  # seconds; None: no limit
+    silence_limit: Optional[float] = None  # seconds without output before it is ended; None: none
     workdir: Optional[str] = None
     session: Optional[str] = None  # a resumable session id, for wakers that have one
     pass_env: tuple[str, ...] = ()  # extra environment variables the agent may see
@@ -173,6 +174,7 @@ class Process:
         self.out = bytearray()
         self.err = bytearray()
         self.out_dropped = 0
+        self.last_output = time.monotonic()  # when stdout last said anything (or the start)
         self._threads = [threading.Thread(target=self._feed, args=(stdin,), daemon=True),
                          threading.Thread(target=self._read, args=(self.proc.stdout, self.out, True), daemon=True),
                          threading.Thread(target=self._read, args=(self.proc.stderr, self.err, False), daemon=True)]
@@ -191,6 +193,8 @@ class Process:
             chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
             if not chunk:
                 break
+            if is_out:
+                self.last_output = time.monotonic()
             if is_out and self.on_stdout is not None:
                 self.on_stdout(chunk)
                 continue
@@ -273,6 +277,10 @@ def _await(proc: Process, turn: Turn, cancel: threading.Event) -> Optional[Outco
             proc.kill()
             proc.wait(5)
             return timed_out(turn.timeout)
+        if turn.silence_limit and time.monotonic() - proc.last_output >= turn.silence_limit:
+            proc.kill()
+            proc.wait(5)
+            return fell_silent(turn.silence_limit)
     proc.wait(5)
     return None
 
@@ -286,6 +294,11 @@ def stopped() -> Outcome:
 
 def timed_out(timeout: float) -> Outcome:
     why = f"timed out after {timeout:g} s"
+    return Outcome("cut_off", error=why, public=f"it {why}")
+
+
+def fell_silent(limit: float) -> Outcome:
+    why = f"produced no output for {limit:g} s"
     return Outcome("cut_off", error=why, public=f"it {why}")
 
 

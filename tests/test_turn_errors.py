@@ -66,3 +66,24 @@ def test_an_error_with_nothing_said_still_fails_the_turn(room):
     post = last_post(c)
     assert post["sender"] != "claude" or post["kind"] != "post"
     assert "error_max_budget_usd" in c("wakes", "show", str(w["id"])).out
+
+
+# -- A full-tool turn that falls silent ------------------------------------------------
+
+
+def test_a_full_tool_turn_that_falls_silent_is_cut_off_though_it_has_no_time_limit(cli, tmp_path):
+    from agents import agent_command
+
+    config = tmp_path / "config.toml"
+    config.write_text("[poller]\nfull_timeout = 0\nsilence_limit = 1\n")
+    c = TimelineCli(cli.db_url, config=str(config))
+    c("mood", "add", "lobby")
+    c("person", "add", "ada", "--trust", "full")
+    c("set", "cooldown", "0")
+    c("agent", "add", "bot", "--command", agent_command(tmp_path, "hang", "silence-test"))
+    c("tick", "--now", at(0), "--wait")
+    c("post", "lobby", "--as", "ada", "--at", at(10), "@bot take your time")
+    c("tick", "--now", at(11), "--wait")
+    (w,) = json.loads(c("wakes", "--json").out)
+    assert (w["tools"], w["status"]) == ("full", "cut_off")
+    assert "produced no output for 1 s" in c("wakes", "show", str(w["id"])).out

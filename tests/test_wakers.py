@@ -231,3 +231,18 @@ def test_a_failure_after_the_request_was_sent_is_not_retried(http_agent):
     assert out.status == "failed" and "after it was sent, not retried" in out.error
     assert len(http_agent.seen) == 1
 
+
+
+# -- The silence limit -----------------------------------------------------------------
+
+
+def test_a_turn_silent_past_its_limit_is_cut_off_with_its_children():
+    out = run(wakers.CommandWaker("sleep 120 & sleep 120"), turn(timeout=None, silence_limit=1.0))
+    assert out.status == "cut_off" and out.error == "produced no output for 1 s"
+
+
+def test_output_keeps_a_turn_alive_past_its_silence_limit():
+    # 6 s of work, a line every 0.25 s, a 4 s silence limit: never silent for long.
+    script = "for i in $(seq 24); do echo step $i; sleep 0.25; done"
+    out = run(wakers.CommandWaker(script), turn(timeout=None, silence_limit=4.0))
+    assert out.status == "replied" and out.reply.strip().endswith("step 24")
