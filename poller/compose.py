@@ -126,6 +126,9 @@ class WakeRequest:
     dials: DialWords = BUILT_IN
     catch_up_tokens: int = 10_000
     timezone: str = "UTC"  # the Mood's zone: times in the wake are shown in it, named
+    # The agent's live session already holds the Mood up to the post made at this
+    # time: `history` starts after it, and a pointer line says where the rest is.
+    session_until: datetime | None = None
 
 
 # --- output -------------------------------------------------------------------
@@ -140,7 +143,7 @@ class Wake:
     shown_count: int  # posts shown word for word in the catch-up
     summarized_count: int  # older posts the summary line stands for
     dial_source: str  # where the dial wording came from (wiki@rev, cache@rev, fallback)
-    summary_source: str = ""  # extractive | llm | none | fallback | "" (nothing older)
+    summary_source: str = ""  # extractive | llm | none | fallback | session | "" (nothing older)
 
 
 # --- templates ----------------------------------------------------------------
@@ -211,7 +214,7 @@ def compose(request: WakeRequest, *, config: WakeConfig, counter: Counter,
     history = list(request.history)
     cu = catchup.build(history, budget=request.catch_up_tokens, now=request.now, counter=counter,
                        post_cap=config.post_cap_tokens, new_after_id=request.new_after_id)
-    summary, source = _summary(cu, request, config, summarizer)
+    summary, source = _pointed(request, *_summary(cu, request, config, summarizer))
     for scale in (1.0, 0.5, 0.25, 0.1, 0.0):
         context = _context(request, config, scale)
         before, after = _frame(request.kind, context, cu, summary, templates)
@@ -221,7 +224,7 @@ def compose(request: WakeRequest, *, config: WakeConfig, counter: Counter,
         # Over the cap: the catch-up gives way first, and its digest becomes a
         # plain count (no second call to the summarizer).
         cu = cu.drop_oldest(max(0, room - 80), history)
-        summary, source = _fallback(cu, request)
+        summary, source = _pointed(request, *_fallback(cu, request))
         before, after = _frame(request.kind, context, cu, summary, templates)
         if len(before) + len(cu.text) + len(after) <= config.prompt_cap_chars:
             break
@@ -264,6 +267,16 @@ def _summary(cu: catchup.CatchUp, request: WakeRequest, config: WakeConfig,
                                                       "summarizer": summarizer.name})
         return _fallback(cu, request)
     return lines.quote(text), summarizer.name
+
+
+def _pointed(request: WakeRequest, summary: str, source: str) -> tuple[str, str]:
+    """The summary line with, for a wake into a live session, the pointer to what
+    the session already holds before it (our words and a time only)."""
+    if request.session_until is None:
+        return summary, source
+    pointer = (f"Earlier posts: in this session (up to "
+               f"{lines.stamp(request.session_until, request.now)} {request.timezone}).")
+    return (pointer + "\n" + summary if summary else pointer), source or "session"
 
 
 def _fallback(cu: catchup.CatchUp, request: WakeRequest) -> tuple[str, str]:
@@ -311,8 +324,10 @@ def _in_zone(request: WakeRequest) -> WakeRequest:
     cut = request.cut_off
     if cut is not None and cut[0] is not None:
         cut = CutOff(cut[0].astimezone(zone), cut[1])
+    until = request.session_until
     return dataclasses.replace(
         request, now=request.now.astimezone(zone), woke=[post(p) for p in request.woke],
+        session_until=until.astimezone(zone) if until is not None else None,
         history=[post(p) for p in request.history], cut_off=cut,
         linked=[LinkedPost(m, post(p)) for m, p in request.linked])
 

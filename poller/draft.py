@@ -44,12 +44,29 @@ class Draft:
     decision: Optional[law.Decision] = None
 
 
+# Wakes of these kinds into an agent's live session carry only what is new to
+# it (reads.in_session).  Every kind, in the product; the token bench narrows it
+# to measure the levers apart (considers alone, the other kinds alone).
+DELTA_KINDS = frozenset({WakeKind.MENTION, WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL,
+                         WakeKind.CUT_OFF})
+
+
 def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: MoodInfo,
            values: dict, owed: list[int], now: dt.datetime,
            force_tools: Optional[str] = None) -> Draft:
-    """Read everything the wake will say, inside the deciding transaction."""
+    """Read everything the wake will say, inside the deciding transaction.
+
+    An agent that keeps a session here (a Claude Code agent resumes one per
+    Mood) was shown the Mood up to its last wake in that session: then the
+    catch-up starts after that (``since``), and the posts that woke it are only
+    those the session has not seen, but for owed mentions, which are always
+    shown.  Agents without a session get the full catch-up every time.
+    """
     woke: list[compose.WakePost] = []
     arrival, about_id, answers = None, None, []
+    held = (reads.in_session(s, agent.id, mood.id, now, values.get("archive_after", 0))
+            if kind in DELTA_KINDS else None)
+    since = held.seen_id if held else 0
     if kind in (WakeKind.MENTION, WakeKind.CUT_OFF):
         # The posts that called it (for a cut-off's follow-up: those its cut-off
         # turn was woken for, still unanswered) and what was said since it last spoke.
@@ -57,11 +74,12 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
             woke, answers = reads.posts_by_id(s, owed), list(owed)
         else:
             woke = reads.posts_by_id(s, cycle.answers(s, l.followup_of))
-        hist, earlier = reads.history(s, mood.id, cycle.last_spoke_id(s, agent.id, mood.id),
-                                      {p.id for p in woke}, values["catch_up_tokens"])
+        after = max(since, cycle.last_spoke_id(s, agent.id, mood.id))
+        hist, earlier = reads.history(s, mood.id, after, {p.id for p in woke},
+                                      values["catch_up_tokens"])
         new_after = None
     else:
-        hist, _ = reads.history(s, mood.id, 0, set(), values["catch_up_tokens"],
+        hist, _ = reads.history(s, mood.id, since, set(), values["catch_up_tokens"],
                                 keep_from=l.consider_from_id if kind == WakeKind.CONSIDER else 0)
         earlier = 0  # "the Mood lately": older posts are not owed to anyone
         new_after = l.looked_id or 0
@@ -86,8 +104,10 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
         refusals=extras.refusals, linked=extras.linked,
         discretion=values["discretion"], verbosity=values["verbosity"],
         dials=ctx.dials, catch_up_tokens=values["catch_up_tokens"],
-        timezone=values.get("timezone", "UTC"))
-    return Draft(agent, mood, kind, tools, request, answers, about_id, max(shown | {0}), extras)
+        timezone=values.get("timezone", "UTC"),
+        session_until=held.seen_at if since else None)
+    # What the session holds is still held: the next delta starts after all of it.
+    return Draft(agent, mood, kind, tools, request, answers, about_id, max(shown | {since}), extras)
 
 
 def tools_for(s, kind: str, owed: list[int]) -> str:

@@ -97,6 +97,9 @@ KEYS: dict[str, Key] = {
             "seconds after a turn completes before the next unprompted wake there"),
         Key("timezone", "UTC", _zone,
             "the time zone wakes show times in (an IANA name; the zone is named)"),
+        Key("archive_after", 12 * 3600, _int_range("archive_after", 0, WEEK_S, "s"),
+            "seconds an agent's kept session may sit unused before its next wake carries the "
+            "full catch-up again; within it a wake carries only what is new (0: always in full)"),
     )
 }
 

@@ -230,3 +230,13 @@ def test_attributes_are_escaped():
     text = wake(request(mood='a" reason="x')).text
     assert text.startswith('<mood-wake mood="a&quot; reason=&quot;x" reason="mention">')
     assert re.search(r"https://wiki\.test/a%22%20reason%3D%22x/todo", text)
+
+
+def test_a_wake_into_a_live_session_points_to_what_the_session_holds():
+    until = NOW - timedelta(minutes=5)
+    w = wake(request("consider", history=HISTORY[-3:], session_until=until, timezone="Europe/Berlin"))
+    assert "\nEarlier posts: in this session (up to 13:55 Europe/Berlin).\n" in w.text
+    assert w.summary_source == "session" and w.summarized_count == 0
+    assert w.prompt_tokens == COUNTER.count(w.text)
+    plain = wake(request("consider", history=HISTORY[-3:]))
+    assert "in this session" not in plain.text and plain.summary_source == ""

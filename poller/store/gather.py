@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 from poller import compose, settings
 from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
 from poller.store import cycle
-from poller.models import (Handoff, Mention, Mood, Participant, Post, Refusal, Setting, Turn,
-                           Wake)
+from poller.models import (AgentSession, Handoff, Mention, Mood, Participant, Post, Refusal,
+                           Setting, Turn, Wake)
 
 HISTORY_POSTS = 600  # catch-up candidates read per wake; older ones are only counted...
 HISTORY_POSTS_MAX = 2_400  # ...unless their stored tokens do not cover the budget: then up to this
@@ -84,6 +84,36 @@ def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: 
                                               Post.id < rows[-1].id)
         earlier = s.scalar(cq) or 0
     return posts[-(len(rows) - len(exclude)):], earlier
+
+
+@dataclass(frozen=True)
+class InSession:
+    """What the agent's live session in a Mood already holds: the Mood up to a post."""
+
+    seen_id: int  # the newest post its last wake in the session showed
+    seen_at: Optional[dt.datetime]  # when that post was made (None: it showed no post)
+
+
+def in_session(s: Session, agent_id: int, mood_id: int, now: dt.datetime,
+               archive_after: int) -> Optional[InSession]:
+    """The agent's kept session here, if it was used within *archive_after* seconds.
+
+    A session is kept (``agent_sessions``) by wakers that resume one, from the
+    turn that reported it; it is dropped when the waker says it cannot be
+    resumed.  Its last wake's ``seen_id`` is where the session's knowledge of
+    the Mood ends.  None: no session, a forgotten one, or one left unused for
+    longer than *archive_after* (0: sessions are never relied on).
+    """
+    if not archive_after:
+        return None
+    q = (sa.select(AgentSession.updated_at, Wake.seen_id)
+         .join(Wake, Wake.id == AgentSession.wake_id)
+         .where(AgentSession.agent_id == agent_id, AgentSession.mood_id == mood_id))
+    row = s.execute(q).first()
+    if row is None or row.updated_at < now - dt.timedelta(seconds=archive_after):
+        return None
+    at = s.scalar(sa.select(Post.created_at).where(Post.id == row.seen_id)) if row.seen_id else None
+    return InSession(row.seen_id, at)
 
 
 def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
