@@ -61,7 +61,7 @@ def refused(request: Request, exc: auth.Refused) -> Response:
 def routes(door) -> list[Route]:
     def page(need: str, build, methods=("GET",)):
         async def endpoint(request: Request) -> Response:
-            form = await request.form() if request.method == "POST" else {}
+            form = await request.form(max_files=0) if request.method == "POST" else {}
 
             def work():
                 caller = door.caller(request)
@@ -107,7 +107,7 @@ async def signin_page(request: Request) -> Response:
 
 def _signin(door):
     async def endpoint(request: Request) -> Response:
-        form = await request.form()
+        form = await request.form(max_files=0)
         request.state.caller = None
         door.keys.check_csrf(request.cookies.get(auth.PRE_COOKIE, ""), form.get("csrf"))
         token = str(form.get("token") or "").strip()
@@ -178,7 +178,7 @@ def post_form(request, door, who, form) -> Response:
 def agents_page(request, door, who, form) -> Response:
     now = door.clock()
     st = observe.status(door.store, now)
-    return render(request, "agents.html", agents=api.agent_rows(door.store, now), status=st)
+    return render(request, "agents.html", agents=api.agent_rows(door.store, now), overview=st)
 
 
 def wakes_page(request, door, who, form) -> Response:
