@@ -4,12 +4,14 @@
 #     and MediaWiki with PHP's SQLite driver (the dials tests start a real wiki).
 #   - systemd (systemd-analyze, systemd-sysusers, systemd-tmpfiles) and logrotate:
 #     the operator's kit is checked with them; no running systemd is needed.
+#   - chromium: the web page is tested in a real headless browser (Playwright
+#     drives /usr/bin/chromium; `playwright install` is never run).
 #   - Python packages: this project with its test extras, editable.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -k wiki`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi php8.2-cli micro-httpd systemd logrotate)
+DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi php8.2-cli micro-httpd systemd logrotate chromium)
 missing=()
 for deb in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")

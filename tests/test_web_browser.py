@@ -1,0 +1,126 @@
+"""The web page in a real headless browser (Debian's chromium, driven by Playwright)
+against the real `mood-poller serve --with-poller`: a person signs in with a token,
+opens a Mood, mentions an agent and sees its reply arrive without reloading; an
+operator opens the wake and reads the text the agent was shown.  Every page is
+screenshotted under the test's tmp dir and must log no console error."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+import webserver
+from agents import agent_command, wakes_seen
+from conftest import unavailable
+from waiting import wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture
+def browser():
+    if not os.path.exists(CHROMIUM):
+        unavailable("no /usr/bin/chromium (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("playwright is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def site(cli, tmp_path):
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("person", "add", "otto", "--trust", "full", "--operator")
+    cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
+    # Opening the Mood is an arrival; reserved discretion lets the mention be the only wake.
+    cli("set", "discretion", "reserved", "--mood", "lobby")
+    tokens = {h: cli("person", "token", h).out.strip() for h in ("ada", "otto")}
+    served = webserver.serve_process(cli.db_url, tmp_path, "--with-poller")
+    import httpx
+
+    wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
+             what="the poller's first cycle")
+    yield served, tokens
+    assert served.stop() == 0, served.log.read_text()
+
+
+class Watched:
+    """A browser page whose console errors and uncaught exceptions are collected."""
+
+    def __init__(self, context, shots):
+        self.page = context.new_page()
+        self.errors: list[str] = []
+        self.shots = shots
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def shot(self, name: str) -> None:
+        self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+
+
+def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site, tmp_path):
+    served, tokens = site
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+
+    person = Watched(browser.new_context(viewport={"width": 1100, "height": 800}), shots)
+    page = person.page
+    page.goto(f"{served.url}/signin#token={tokens['ada']}")  # the link `demo --serve` prints
+    page.wait_for_url(f"{served.url}/")
+    assert "#token" not in page.url and tokens["ada"] not in page.content()
+    person.shot("moods")
+    page.click("text=The lobby")
+    page.wait_for_selector("#mood[data-live='1']")  # the event stream is open
+    page.evaluate("window.sameDocument = true")  # gone if the page reloads
+    page.fill("#text", "hello @helper, <b>what's</b> new?")
+    page.click("button:text('Post')")
+    reply = page.wait_for_selector(".post.agent .text", timeout=120_000)
+    assert reply.inner_text() == "helper answering mention"
+    assert page.evaluate("window.sameDocument") is True
+    mine = page.locator(".post.person .text").last.inner_text()
+    assert mine == "hello @helper, <b>what's</b> new?"  # shown as typed, not as markup
+    assert page.locator(".post.agent .badge").first.inner_text().lower() == "agent"
+    page.wait_for_function("document.getElementById('working').textContent === ''")
+    person.shot("mood")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    person.shot("mood-phone")
+
+    operator = Watched(browser.new_context(color_scheme="dark"), shots)
+    op = operator.page
+    op.goto(f"{served.url}/signin#token={tokens['otto']}")
+    op.wait_for_url(f"{served.url}/")
+    op.click("text=Agents")
+    op.wait_for_selector("td:text('helper')")
+    operator.shot("agents")
+    op.click("text=Wakes")
+    operator.shot("wakes")
+    op.click("table a")  # the newest wake
+    shown = op.inner_text("#wake-text")
+    told = wakes_seen(tmp_path)
+    assert len(told) == 1
+    assert shown.strip() == told[0]["text"].strip()
+    assert "hello @helper, <b>what's</b> new?" in shown
+    operator.shot("wake")
+    op.click("text=why helper in lobby")
+    op.wait_for_selector("#answer")
+    assert "woke" in op.inner_text("#answer")
+    operator.shot("why")
+    op.click("text=Dials")
+    assert "Source:" in op.inner_text("main")
+    operator.shot("dials")
+
+    assert person.errors == [] and operator.errors == []
+    assert {p.name for p in shots.iterdir()} == {
+        "moods.png", "mood.png", "mood-phone.png", "agents.png", "wakes.png", "wake.png",
+        "why.png", "dials.png"}
+    keep = os.environ.get("KEEP_SCREENSHOTS")
+    if keep:  # a person's look at the pages: KEEP_SCREENSHOTS=DIR
+        shutil.copytree(shots, keep, dirs_exist_ok=True)
