@@ -81,7 +81,22 @@ def health(app: App, as_json: bool) -> None:
         common.echo_json(report)
     else:
         common.echo(render(report))
-    sys.exit(0 if report["ok"] else 1)
+    if not report["ok"]:
+        common.echo(f"mood-poller: unhealthy: {problem(report)}", err=True)
+        sys.exit(1)
+
+
+def problem(report: dict) -> str:
+    """What is wrong, in one line."""
+    from poller.web.health import STALE_INTERVALS
+
+    p = report["poller"]
+    if p is None:
+        return f"the database: {report['database']}"
+    if p["last_cycle_at"] is None:
+        return "no poller has run a cycle on this database"
+    return (f"the last cycle was {p['age_seconds']:g} s ago, over {STALE_INTERVALS} intervals of "
+            f"{p['interval']:g} s")
 
 
 def render(report: dict) -> str:
