@@ -21,12 +21,14 @@ from poller.cli import App, common, pass_app
               help="Run the poller in this process too (one command for a SQLite deployment).")
 @click.option("--interval", type=common.SECONDS, default=None, metavar="SECONDS",
               help="--with-poller: seconds between cycles (default: poller.interval, 1 s).")
+@click.option("--posts-per-minute", type=click.IntRange(0), default=30, show_default=True,
+              help="How many posts one token may make a minute (429 past it; 0: no limit).")
 @click.option("--json", "as_json", is_flag=True,
               help="Once listening, print one JSON line on stdout: {\"url\": ...}.")
 @common.now_option
 @pass_app
 def serve(app: App, host: str, port: int, with_poller: bool, interval: float | None,
-          as_json: bool) -> None:
+          posts_per_minute: int, as_json: bool) -> None:
     """Serve the JSON API, the event stream and the web pages on HOST:PORT.
 
     People sign in with a token from `mood-poller person token HANDLE`.
@@ -50,7 +52,8 @@ def serve(app: App, host: str, port: int, with_poller: bool, interval: float | N
     except OSError as exc:
         raise errors.UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     server, stop, thread = serving.build(app.store, app.config, clock, dials, host=host,
-                                         port=port, with_poller=with_poller, interval=interval)
+                                         port=port, with_poller=with_poller, interval=interval,
+                                         posts_per_minute=posts_per_minute)
     if as_json:
         server.announce = lambda url: click.echo(json.dumps({"url": url,
                                                              "with_poller": with_poller}))
@@ -61,7 +64,10 @@ def serve(app: App, host: str, port: int, with_poller: bool, interval: float | N
     try:
         server.run(sockets=[sock])  # returns on SIGTERM/SIGINT, once requests are done
     finally:
+        from poller import nudge
+
         stop.set()
+        nudge.BELL.ring()  # the poller may be asleep between cycles
         if thread is not None:
             thread.join()  # the poller's own shutdown: grace for running turns
 

@@ -69,10 +69,11 @@ class BeatingPoller(loop.Poller):
 
 
 def build(store, config, clock, dials, *, host: str, port: int, with_poller: bool,
-          interval: float):
+          interval: float, posts_per_minute: int = 30):
     """The server, the event that stops the poller, and the poller's thread (or None)."""
     web = create_app(store, config, clock=clock, dials=dials,
-                     options=Options(poller_interval=interval if with_poller else None))
+                     options=Options(poller_interval=interval if with_poller else None,
+                                     posts_per_minute=posts_per_minute))
     server = Server(uvicorn.Config(web, host=host, port=port, log_level="warning",
                                    access_log=False, lifespan="on",
                                    timeout_graceful_shutdown=5, server_header=False))
