@@ -190,3 +190,32 @@ def _next_steps(url: str, echo: Callable[[str], None]) -> None:
     echo(f"  mood-poller --db {db_arg} why --mood garden --agent helper   # why it did not wake")
     echo(f"  mood-poller --db {db_arg} posts lobby                # the Mood, replies included")
     echo(f"  mood-poller --db {db_arg} status")
+
+
+def serve(url: str, port: int = 8470, echo: Callable[[str], None] = print) -> None:
+    """After the script (``demo --serve``): the web page on the demo's Moods, with the poller
+    running, until Ctrl-C; ada (an operator here) signs in with the printed link.
+
+    The token is in the link's fragment (after ``#``), which a browser never sends
+    to the server: the page reads it, signs in and drops it from the address bar.
+    """
+    from poller.clock import Clock
+    from poller.store import access
+    from poller.web import serving
+
+    engine = db.make_engine(url)
+    try:
+        cfg = config_mod.Config(db_url=url)
+        store = Store(engine, tokens.counter(cfg.encoding))
+        access.set_operator(store, "ada", True)
+        token, _ = access.new_token(store, "ada", Clock()())
+
+        def announce(base: str) -> None:
+            echo(f"\nThe demo's Moods are live at {base} (this machine only). Sign in as ada "
+                 f"(an operator) with this link:\n\n    {base}signin#token={token}\n\n"
+                 "Mention @helper in the lobby and watch it answer; Ctrl-C stops.")
+
+        serving.run(store, cfg, Clock(), host="127.0.0.1", port=port, with_poller=True,
+                    interval=cfg.poller.interval, announce=announce)
+    finally:
+        engine.dispose()

@@ -141,3 +141,30 @@ def test_health_command_exit_codes_and_json(cli):
     assert report["ok"] is True and report["poller"]["age_seconds"] == 1.0
     late = cli.fails("--now", (T0 + dt.timedelta(seconds=10)).isoformat(), "health")
     assert late.code == 1 and "stale" in late.out
+
+
+def test_demo_serve_leaves_the_page_running_with_a_sign_in_link(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "poller", "demo", "--serve", "--port", "0",
+                             "--dir", str(tmp_path / "demo")], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        link = None
+        for line in proc.stdout:
+            m = re.search(r"(http://127\.0\.0\.1:\d+/)signin#token=(\S+)", line)
+            if m:
+                link = m
+                break
+        assert link, "no sign-in link printed"
+        base, token = link.group(1), link.group(2)
+        c = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"})
+        assert c.get("/api/v1/me").json() == {"handle": "ada", "trust": "full", "operator": True}
+        assert [m["slug"] for m in c.get("/api/v1/moods").json()] == ["garden", "lobby", "studio"]
+        assert any(p["sender"] == "helper" for p in c.get("/api/v1/moods/lobby/posts").json())
+        wait_for(lambda: c.get("/healthz").status_code == 200, what="the demo's poller")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 0

@@ -10,7 +10,12 @@ from poller.cli import common
 @click.command()
 @click.option("--dir", "directory", metavar="PATH", type=click.Path(file_okay=False),
               help="Where to put the demo database (default: a new temporary directory).")
-def demo(directory: str | None) -> None:
+@click.option("--serve", "serve", is_flag=True,
+              help="Then leave the web page running on the demo's Moods (127.0.0.1), with a "
+                   "sign-in link, until Ctrl-C.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8470, show_default=True,
+              help="--serve: the port (0: any free one).")
+def demo(directory: str | None, serve: bool, port: int) -> None:
     """Play a short scripted conversation through the poller and print each wake and reply.
 
     Uses its own throwaway SQLite database (never --db) and the bundled
@@ -18,7 +23,9 @@ def demo(directory: str | None) -> None:
     """
     from poller import demo as demo_mod
 
-    demo_mod.run(directory, echo=common.echo)
+    summary = demo_mod.run(directory, echo=common.echo)
+    if serve:
+        demo_mod.serve(summary["db_url"], port, echo=click.echo)
 
 
 COMMANDS = [demo]

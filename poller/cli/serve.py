@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 
 import click
@@ -43,33 +42,13 @@ def serve(app: App, host: str, port: int, with_poller: bool, interval: float | N
         raise errors.UserError("--interval must be positive")
     from poller.clock import Clock
     from poller.web import serving
-    from wiki_rules.source import DialSource
 
     clock = Clock.starting_at(app.now()) if app.clock.fixed else app.clock
-    dials = DialSource.from_config(app.config, app.engine())
-    try:
-        sock = serving.listen(host, port)
-    except OSError as exc:
-        raise errors.UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    server, stop, thread = serving.build(app.store, app.config, clock, dials, host=host,
-                                         port=port, with_poller=with_poller, interval=interval,
-                                         posts_per_minute=posts_per_minute)
+    announce = None
     if as_json:
-        server.announce = lambda url: click.echo(json.dumps({"url": url,
-                                                             "with_poller": with_poller}))
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    if thread is not None:
-        thread.start()
-    try:
-        server.run(sockets=[sock])  # returns on SIGTERM/SIGINT, once requests are done
-    finally:
-        from poller import nudge
-
-        stop.set()
-        nudge.BELL.ring()  # the poller may be asleep between cycles
-        if thread is not None:
-            thread.join()  # the poller's own shutdown: grace for running turns
+        announce = lambda url: click.echo(json.dumps({"url": url, "with_poller": with_poller}))  # noqa: E731
+    serving.run(app.store, app.config, clock, host=host, port=port, with_poller=with_poller,
+                interval=interval, posts_per_minute=posts_per_minute, announce=announce)
 
 
 @click.command()

@@ -3,6 +3,7 @@ beside it in a thread, each cycle's time recorded for ``/healthz``."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 import threading
@@ -84,3 +85,35 @@ def build(store, config, clock, dials, *, host: str, port: int, with_poller: boo
         poller.interval = interval
         thread = threading.Thread(target=poller.run, args=(interval, stop, clock), name="poller")
     return server, stop, thread
+
+
+def run(store, config, clock, *, host: str, port: int, with_poller: bool, interval: float,
+        posts_per_minute: int = 30, announce=None) -> None:
+    """Serve until SIGTERM or SIGINT; with the poller, its running turns get their grace.
+
+    Raises UserError when HOST:PORT cannot be listened on (in use, not this machine's).
+    """
+    from poller import errors, nudge
+    from wiki_rules.source import DialSource
+
+    dials = DialSource.from_config(config, store.engine)
+    try:
+        sock = listen(host, port)
+    except OSError as exc:
+        raise errors.UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    server, stop, thread = build(store, config, clock, dials, host=host, port=port,
+                                 with_poller=with_poller, interval=interval,
+                                 posts_per_minute=posts_per_minute)
+    if announce is not None:
+        server.announce = announce
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if thread is not None:
+        thread.start()
+    try:
+        server.run(sockets=[sock])  # returns on SIGTERM/SIGINT, once requests are done
+    finally:
+        stop.set()
+        nudge.BELL.ring()  # the poller may be asleep between cycles
+        if thread is not None:
+            thread.join()  # the poller's own shutdown: grace for running turns
