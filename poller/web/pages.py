@@ -14,6 +14,7 @@ from typing import Optional
 from urllib.parse import quote
 
 import jinja2
+import python_multipart
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -24,6 +25,9 @@ from poller.store import access
 from poller.web import api, auth
 from poller.web.app import guarded
 
+# Starlette parses forms with python-multipart; importing it here fails at start, not at
+# the first form, when it is missing.
+FORM_PARSER = python_multipart.__name__
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("poller.web", "templates"),
                          autoescape=True, trim_blocks=True, lstrip_blocks=True)
 ENV.filters["iso"] = text.iso
