@@ -98,11 +98,20 @@ def test_healthz_is_503_until_a_poller_cycles_and_when_it_goes_stale(served):
     assert r.status_code == 503 and r.json()["poller"]["state"] == "stale"
 
 
-def test_metrics_in_prometheus_text_format(served, tmp_path):
+@pytest.fixture
+def any_served(any_cli):
+    s = webserver.start(any_cli.db_url, poller_interval=1.0)
+    s.cli = any_cli
+    yield s
+    s.stop()
+
+
+def test_metrics_in_prometheus_text_format(any_served, tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
 
     from poller.store import access
 
+    served = any_served
     cli = served.cli
     cli("mood", "add", "lobby")
     cli("person", "add", "ada", "--trust", "full")
@@ -120,6 +129,10 @@ def test_metrics_in_prometheus_text_format(served, tmp_path):
     turn = {s.name: s.value for s in families["mood_poller_turn_duration_seconds"].samples
             if not s.labels.get("le")}
     assert turn["mood_poller_turn_duration_seconds_count"] == 1.0
+    assert turn["mood_poller_turn_duration_seconds_sum"] > 0
+    buckets = [s.value for s in families["mood_poller_turn_duration_seconds"].samples
+               if s.labels.get("le")]
+    assert buckets == sorted(buckets) and buckets[-1] == 1.0  # cumulative, +Inf holds all
     tokens = [s for s in families["mood_poller_wake_prompt_tokens"].samples
               if s.name.endswith("_sum")]
     assert tokens[0].value > 0

@@ -316,22 +316,51 @@ class Figures:
     """What ``/metrics`` reports, read in one transaction."""
 
     wakes: dict[tuple[str, str], int]  # (kind, status) -> count
-    turn_seconds: list[float]  # finished turns' durations
-    prompt_tokens: list[int]  # every wake's prompt size
+    turn_seconds: "Histogram"  # finished turns' durations
+    prompt_tokens: "Histogram"  # every wake's prompt size
     holds: dict[str, int]  # reason -> listeners holding owed mentions
     owed: int
     dial_fetched_at: Optional[dt.datetime]
     moods: int
 
 
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative counts at each upper bound, the count and the sum: Prometheus' shape."""
+
+    buckets: tuple[tuple[float, int], ...]
+    count: int
+    total: float
+
+
+def histogram(s, value, bounds: tuple[float, ...], *where) -> Histogram:
+    """A histogram of the SQL expression *value* over wakes, counted by the database in
+    one pass (nothing loaded row by row, however many wakes there are)."""
+    cols = [sa.func.coalesce(sa.func.sum(sa.case((value <= b, 1), else_=0)), 0) for b in bounds]
+    row = s.execute(sa.select(*cols, sa.func.count(), sa.func.coalesce(sa.func.sum(value), 0))
+                    .select_from(Wake).where(*where)).one()
+    return Histogram(tuple(zip(bounds, map(int, row[:-2]))), int(row[-2]), float(row[-1]))
+
+
+def seconds_between(s, start, end):
+    """``end - start`` in seconds, as this database computes it."""
+    if s.get_bind().dialect.name == "postgresql":
+        return sa.func.extract("epoch", end - start)
+    return (sa.func.julianday(end) - sa.func.julianday(start)) * 86400.0
+
+
+TURN_BOUNDS = (0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600)
+TOKEN_BOUNDS = (250, 500, 1000, 2000, 4000, 8000, 16000, 32000)
+
+
 def figures(store: Store) -> Figures:
     with store.reading() as s:
         wakes = {(k, st): n for k, st, n in s.execute(
             sa.select(Wake.kind, Wake.status, sa.func.count()).group_by(Wake.kind, Wake.status))}
-        durations = [(f - st).total_seconds() for st, f in s.execute(
-            sa.select(Wake.started_at, Wake.finished_at)
-            .where(Wake.started_at.is_not(None), Wake.finished_at.is_not(None)))]
-        tokens = list(s.scalars(sa.select(Wake.prompt_tokens)))
+        durations = histogram(s, seconds_between(s, Wake.started_at, Wake.finished_at),
+                              TURN_BOUNDS, Wake.started_at.is_not(None),
+                              Wake.finished_at.is_not(None))
+        tokens = histogram(s, Wake.prompt_tokens, TOKEN_BOUNDS)
         owed_pairs = sa.select(Owed.agent_id, Owed.mood_id).distinct().subquery()
         holds = dict(s.execute(
             sa.select(Listener.hold_reason, sa.func.count()).select_from(Listener)

@@ -43,10 +43,6 @@ def facts(store, now: dt.datetime, dials=None, interval: Optional[float] = None)
     return out
 
 
-TURN_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600)
-TOKEN_BUCKETS = (250, 500, 1000, 2000, 4000, 8000, 16000, 32000)
-
-
 def metrics_text(store, now: dt.datetime) -> bytes:
     """The store's figures in Prometheus' text format."""
     from prometheus_client import CollectorRegistry, generate_latest
@@ -63,9 +59,9 @@ def metrics_text(store, now: dt.datetime) -> bytes:
                 wakes.add_metric([kind, status], n)
             yield wakes
             yield _histogram(HistogramMetricFamily, "mood_poller_turn_duration_seconds",
-                             "How long finished turns ran", f.turn_seconds, TURN_BUCKETS)
+                             "How long finished turns ran", f.turn_seconds)
             yield _histogram(HistogramMetricFamily, "mood_poller_wake_prompt_tokens",
-                             "Tokens per wake", f.prompt_tokens, TOKEN_BUCKETS)
+                             "Tokens per wake", f.prompt_tokens)
             holds = GaugeMetricFamily("mood_poller_holds", "Agents holding owed mentions, by "
                                       "reason", labels=["reason"])
             for reason, n in sorted(f.holds.items()):
@@ -90,12 +86,6 @@ def metrics_text(store, now: dt.datetime) -> bytes:
     return generate_latest(registry)
 
 
-def _histogram(family, name: str, help: str, samples, bounds):
-    ordered = sorted(samples)
-    buckets, i = [], 0
-    for bound in bounds:
-        while i < len(ordered) and ordered[i] <= bound:
-            i += 1
-        buckets.append((str(float(bound)), i))
-    buckets.append(("+Inf", len(ordered)))
-    return family(name, help, buckets=buckets, sum_value=float(sum(ordered)))
+def _histogram(family, name: str, help: str, h: access.Histogram):
+    buckets = [(str(float(bound)), n) for bound, n in h.buckets] + [("+Inf", h.count)]
+    return family(name, help, buckets=buckets, sum_value=h.total)
