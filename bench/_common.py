@@ -113,3 +113,64 @@ def quiet_logs() -> None:
     import logging
 
     logging.getLogger("poller").setLevel(logging.WARNING)
+
+
+# -- CPU beside wall time, the machine's load, turns that answer at once --------------------
+
+
+def load() -> str:
+    """The load averages (1, 5, 15 min): the machines are shared, and wall time shows it."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def facts() -> str:
+    """The machine line with the cores and the load now."""
+    return f"{machine()}; {os.cpu_count()} cores, {load()}"
+
+
+class Timed:
+    """Wall and CPU seconds (this process, every thread) of a ``with`` block."""
+
+    def __enter__(self) -> "Timed":
+        import time
+
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import time
+
+        self.wall = time.perf_counter() - self._wall
+        self.cpu = time.process_time() - self._cpu
+
+
+class ListLauncher:
+    """A launcher that only notes the wakes a cycle started (see :func:`settle`)."""
+
+    detaches = False
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+
+    def start(self, wake_id: int, now: dt.datetime) -> None:
+        self.started.append(wake_id)
+
+    def running(self) -> set[int]:
+        return set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+
+def settle(store: Store, wake_ids: Iterable[int], now: dt.datetime, reply: str = "<silent/>") -> None:
+    """Run each turn as an agent answering *reply* at once: claimed, then settled."""
+    from poller import wakers
+    from poller.store import turns
+
+    for wake_id in wake_ids:
+        if turns.claim(store, wake_id, now, os.getpid()) is not None:
+            turns.settle_outcome(store, wake_id, wakers.Outcome("replied", reply=reply), now)

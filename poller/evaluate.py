@@ -1,22 +1,28 @@
-"""Decide: for one due listener, weigh each kind that is due with ``law.decide``.
+"""Decide: for a batch of due listeners, weigh each kind that is due with ``law.decide``.
 
-Runs inside one short write transaction that claims the listener.  Every
-decision is recorded with its reason code; skips, holds and deferrals update
-the listener here.  A decision to wake stops the weighing and returns a
-:class:`poller.draft.Draft`, gathered in the same transaction, for the
-cycle to compose and record (:mod:`poller.draft`).
+Runs inside one short write transaction that claims the batch's listeners and
+reads their facts with a handful of set queries (:mod:`poller.store.facts`).
+Each pair is weighed in Python; every decision is recorded with its reason
+code, and skips, holds and deferrals update the listener; the batch's
+listeners and decisions are then written with one executemany each.  A
+decision to wake stops the weighing of that pair and yields a
+:class:`poller.draft.Draft`, gathered in the same transaction, for the cycle
+to compose and record (:mod:`poller.draft`).  A pair whose weighing raises
+is left out (its listener as it was) and returned to be set aside; the rest
+of the batch goes on.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 from typing import Optional
 
 from poller import draft as drafts, law
 from poller.context import Context, TickReport, log_decision
 from poller.kinds import Outcome, ParticipantKind, WakeKind
-from poller.models import Listener
-from poller.store import cycle
+from poller.store import cycle, facts
+from poller.store.facts import ListenerRow
 from poller.text import iso
 from poller.values import AgentInfo, MoodInfo
 
@@ -30,7 +36,7 @@ HOLD_WORDS = {
 }
 
 
-def due_kinds(l: Listener, owed: list[int], now: dt.datetime) -> list[str]:
+def due_kinds(l, owed: list[int], now: dt.datetime) -> list[str]:
     """The kinds due on this listener, in the order they are weighed."""
     kinds = []
     if owed:
@@ -46,34 +52,76 @@ def due_kinds(l: Listener, owed: list[int], now: dt.datetime) -> list[str]:
     return kinds
 
 
-def evaluate(ctx: Context, s, agent_id: int, mood_id: int, now: dt.datetime,
-             report: TickReport) -> Optional[drafts.Draft]:
-    """Weigh what is due on (agent, Mood); a Draft if the agent is to be woken."""
-    l = cycle.claim_listener(s, agent_id, mood_id)
-    if l is None or l.due_at is None or l.due_at > now:
-        return None  # another poller took it, or it is no longer due
-    cycle.lock_agent(s, agent_id)
-    agent, mood = ctx.agents[agent_id], cycle.mood(s, mood_id)
-    resolved = ctx.settings.resolve(mood_id, agent_id, now)
-    values = {k: r.value for k, r in resolved.items()}
-    owed = cycle.owed_posts(s, agent_id, mood_id)
+@dataclass
+class Decided:
+    """A batch weighed: the wakes to compose, what to report, the pairs to set aside."""
+
+    drafts: list[drafts.Draft] = field(default_factory=list)
+    said: list[tuple[str, str, str, law.Decision, bool]] = field(default_factory=list)
+    bad: list[tuple[tuple[int, int], Exception]] = field(default_factory=list)
+
+    def tell(self, report: TickReport) -> None:
+        """Report and log the decisions, once the batch is committed."""
+        for agent, mood, kind, decision, new in self.said:
+            report.decisions.append((agent, mood, kind, decision.code))
+            log_decision(agent, mood, kind, decision, new)
+
+
+def evaluate(ctx: Context, s, pairs: list[tuple[int, int]], now: dt.datetime) -> Decided:
+    """Claim and weigh the due (agent, Mood) *pairs*, in order; record what was decided.
+
+    A database error is raised (the transaction may be unusable: the caller
+    weighs the pairs again one by one); any other error sets its pair aside.
+    """
+    batch = facts.claim(s, pairs, now)
+    out = Decided()
+    for pair in pairs:
+        l = batch.listeners.get(pair)
+        if l is None:
+            continue  # another poller took it, or it is no longer due
+        mark, notes = len(batch.decisions), []
+        try:
+            draft, said = weigh(ctx, s, batch, l, notes, now)
+        except cycle.DATABASE_ERRORS:
+            raise
+        except Exception as exc:  # this pair's data broke it: set it aside, go on
+            l.restore()
+            del batch.decisions[mark:]
+            out.bad.append((pair, exc))
+            continue
+        for body in notes:
+            cycle.add_system_post(s, l.mood_id, l.agent_id, body, now, ctx.counter.count(body))
+        out.said += said
+        if draft is not None:
+            out.drafts.append(draft)
+    facts.write(s, batch, skip=[pair for pair, _ in out.bad])
+    return out
+
+
+def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
+          now: dt.datetime) -> tuple[Optional[drafts.Draft], list]:
+    """Weigh what is due on one pair; a Draft if the agent is to be woken, and what was said."""
+    agent, mood = ctx.agents[l.agent_id], batch.moods[l.mood_id]
+    resolved = ctx.settings.resolve(l.mood_id, l.agent_id, now)
+    values = ctx.settings.values(l.mood_id, l.agent_id, now)
+    owed, load = l.owed, batch.load[l.agent_id]
     base: Optional[dict] = None  # read only when a kind gets past the settings' gates
     retry: list[Optional[dt.datetime]] = []
+    said = []
     for kind in due_kinds(l, owed, now):
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until)
         if decision is None:
-            base = base or base_facts(ctx, s, l, mood, resolved, values, now)
+            base = base or base_facts(ctx, load, l, mood, resolved, values, now)
             decision = law.decide(law.Facts(kind=kind, **base,
                                             **kind_facts(ctx, s, kind, l, owed, now)))
         if decision.outcome == Outcome.WAKE:
             d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now)
-            d.fingerprint, d.decision = cycle.fingerprint(s, l, now), decision
-            return d
-        new = cycle.record_decision(s, agent_id, mood_id, kind, decision.outcome,
-                                    decision.reason, decision.next_due, now)
-        report.decisions.append((agent.handle, mood.slug, kind, decision.code))
-        log_decision(agent.handle, mood.slug, kind, decision, new)
-        retry.append(after(ctx, s, decision, kind, l, agent, mood, owed, now))
+            d.fingerprint, d.decision = fingerprint(l, load, now), decision
+            load.planned(l.mood_id, now)  # the pairs after this one see its wake
+            return d, said
+        new = batch.decide(l, kind, decision.outcome, decision.reason, decision.next_due)
+        said.append((agent.handle, mood.slug, kind, decision, new))
+        retry.append(after(ctx, s, decision, kind, l, agent, owed, notes, now))
     if not owed and l.hold_reason:
         l.hold_reason, l.hold_since = None, None
     pending = [t for t in retry if t is not None]
@@ -81,22 +129,29 @@ def evaluate(ctx: Context, s, agent_id: int, mood_id: int, now: dt.datetime,
     if untried is not None:  # e.g. the next arrival, due now: looked at next cycle
         pending.append(max(untried, now))
     l.due_at = min(pending) if pending else None
-    return None
+    return None, said
 
 
-def base_facts(ctx: Context, s, l: Listener, mood: MoodInfo, resolved: dict, values: dict,
-               now: dt.datetime) -> dict:
+def fingerprint(l: ListenerRow, load: facts.Load, now: dt.datetime) -> tuple:
+    """What the wake decision rested on, as :func:`cycle.fingerprint` reads it back when
+    the wake is recorded (the wakes decided before it in the batch recorded by then)."""
+    return cycle.listener_print(l) + (
+        tuple(l.owed), l.mood_id in load.here, load.running,
+        sum(1 for t in load.woke if t > now - law.HOUR))
+
+
+def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, resolved: dict,
+               values: dict, now: dt.datetime) -> dict:
     """The facts every kind shares: settings, the Mood, the agent's load and caps."""
     return dict(
         now=now, settings=values, archived=mood.archived,
         listening_until=resolved["listening"].until,
-        busy_here=cycle.in_flight_here(s, l.agent_id, l.mood_id) is not None,
-        running_for_agent=cycle.running_count(s, l.agent_id),
-        wakes_last_hour=cycle.wake_times(s, l.agent_id, now - law.HOUR),
+        busy_here=l.mood_id in load.here, running_for_agent=load.running,
+        wakes_last_hour=tuple(load.woke),
         cooldown_until=l.cooldown_until, bot_chain_cap=ctx.cfg.bot_chain_cap)
 
 
-def kind_facts(ctx: Context, s, kind: str, l: Listener, owed: list[int],
+def kind_facts(ctx: Context, s, kind: str, l: ListenerRow, owed: list[int],
                now: dt.datetime) -> dict:
     """The facts only one kind needs."""
     recent = now - dt.timedelta(seconds=ctx.cfg.person_recent)
@@ -111,14 +166,13 @@ def kind_facts(ctx: Context, s, kind: str, l: Listener, owed: list[int],
                 "arrival_greeted_recently": cycle.greeted_since(
                     s, l.agent_id, l.mood_id, who.participant_id, greet_since)}
     if kind == WakeKind.CONSIDER:
-        return {"considers_last_hour": cycle.wake_times(s, l.agent_id, now - law.HOUR,
-                                                        l.mood_id, WakeKind.CONSIDER)}
+        return {"considers_last_hour": l.considers}
     return {"person_recent": l.last_person_at is not None and l.last_person_at > recent}
 
 
-def bot_chain(ctx: Context, s, l: Listener, owed: list[int]) -> int:
+def bot_chain(ctx: Context, s, l: ListenerRow, owed: list[int]) -> int:
     """Agents' posts in a row up to the newest mention, when only agents mentioned it."""
-    if not all(x.kind == ParticipantKind.AGENT for x in cycle.senders(s, owed)):
+    if not all(kind == ParticipantKind.AGENT for kind in l.sender_kinds):
         return 0
     newest = max(owed)
     if l.last_person_id and l.last_person_id > newest:
@@ -127,8 +181,8 @@ def bot_chain(ctx: Context, s, l: Listener, owed: list[int]) -> int:
     return cycle.agent_posts_between(s, l.mood_id, lo, newest, ctx.cfg.bot_chain_cap + 1) - 1
 
 
-def after(ctx: Context, s, decision: law.Decision, kind: str, l: Listener, agent: AgentInfo,
-          mood: MoodInfo, owed: list[int], now: dt.datetime) -> Optional[dt.datetime]:
+def after(ctx: Context, s, decision: law.Decision, kind: str, l: ListenerRow, agent: AgentInfo,
+          owed: list[int], notes: list[str], now: dt.datetime) -> Optional[dt.datetime]:
     """Apply a decision not to wake; returns when to look again."""
     if decision.outcome == Outcome.SKIP:
         if kind == WakeKind.ARRIVAL:
@@ -144,17 +198,15 @@ def after(ctx: Context, s, decision: law.Decision, kind: str, l: Listener, agent
     if decision.outcome == Outcome.HOLD:
         if l.hold_reason != decision.reason:
             l.hold_reason, l.hold_since = decision.reason, now
-            hold_note(ctx, s, agent, mood, decision, len(owed), now)
+            notes.append(hold_note(agent, decision, len(owed)))
         if decision.reason == "no-free-slot":
             return now  # a slot frees when any of its turns ends: look each cycle
     return decision.next_due or renew
 
 
-def hold_note(ctx: Context, s, agent: AgentInfo, mood: MoodInfo, decision: law.Decision,
-              count: int, now: dt.datetime) -> None:
-    """Say once, in the Mood, that the agent is holding its mentions and why."""
+def hold_note(agent: AgentInfo, decision: law.Decision, count: int) -> str:
+    """What to say once, in the Mood, when the agent holds its mentions: and why."""
     words = HOLD_WORDS.get(decision.reason, decision.reason)
     when = f" (until {iso(decision.next_due)})" if decision.next_due else ""
     plural = "mention" if count == 1 else "mentions"
-    body = f"@{agent.handle} is holding {count} {plural}: {words}{when}."
-    cycle.add_system_post(s, mood.id, agent.id, body, now, ctx.counter.count(body))
+    return f"@{agent.handle} is holding {count} {plural}: {words}{when}."

@@ -8,12 +8,14 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
 2. **scan** (:mod:`poller.scan`): reads new posts and sign-ins past its
    cursors, in batches, and updates only the listeners they touch;
 3. **evaluate** (:mod:`poller.evaluate`): takes the listeners that are due
-   (an indexed ``due_at``), claims each and applies the law to each kind
-   that is due, recording every decision;
+   (an indexed ``due_at``) a batch at a time, claims the batch and reads its
+   facts with a few set queries (:mod:`poller.store.facts`), applies the law
+   to each kind that is due and records every decision with one executemany;
 4. **compose** (:mod:`poller.draft`): renders a wake with no transaction open;
 5. **commit**: records the wake and the posts it answers in a short write
    transaction that re-checks the claim;
-6. **launch** (:mod:`poller.launch`): starts the turn at once.
+6. **launch** (:mod:`poller.launch`): starts the batch's turns once its wakes
+   are recorded.
 
 A cycle with nothing new reads two cursors and one index range, whatever the
 number of Moods.  ``run`` repeats the cycle until SIGTERM/SIGINT.
@@ -145,12 +147,7 @@ class Poller:
         if scram:
             report.scram = True
             return
-        for planned in self._evaluate_due(now, report):
-            report.wakes.append(planned)
-            if launch_turns:
-                # Committed: start the turn now, so a later failure in this
-                # cycle cannot leave a recorded wake waiting.
-                self.launcher.start(planned.wake_id, now)
+        self._evaluate_due(now, report, self.launcher.start if launch_turns else None)
 
     def _drain(self, cursor: str, step, now: dt.datetime) -> int:
         """Run a scan step in short transactions until the backlog is read.
@@ -169,8 +166,10 @@ class Poller:
             if n < scan.BATCH:
                 return total
 
-    def _evaluate_due(self, now: dt.datetime, report: TickReport):
-        """Each due listener once: decide, then compose and commit any wake; yields wakes."""
+    def _evaluate_due(self, now: dt.datetime, report: TickReport,
+                      start: Optional[Callable[[int, dt.datetime], None]]) -> None:
+        """Each due listener once, a batch at a time: decide, then compose and record
+        the batch's wakes, then start their turns (*start*; None in a dry run)."""
         seen: set[tuple[int, int]] = set()
         while True:
             with self._rx() as s:
@@ -178,31 +177,60 @@ class Poller:
                        if d not in seen]
             if not due:
                 break
-            for agent_id, mood_id in due:
-                seen.add((agent_id, mood_id))
-                if agent_id not in self.ctx.agents:
-                    continue
-                try:
-                    planned = self._one(agent_id, mood_id, now, report)
-                except transient_errors():
-                    raise  # a lock or a lost connection: the whole cycle is retried
-                except Exception as exc:  # this pair's data broke it: set it aside, go on
-                    self._set_aside(agent_id, mood_id, exc, now, report)
-                    continue
-                if planned is not None:
-                    yield planned
+            seen.update(due)
+            pairs = [d for d in due if d[0] in self.ctx.agents]
+            recorded: list[Planned] = []
+            try:
+                self._batch(pairs, now, report, recorded)
+            finally:
+                # Committed: start the turns even if a later step of the cycle fails.
+                # (Not one by one as recorded: a turn that ended at once would change
+                # the load the batch's later wakes of its agent were decided on.)
+                for planned in recorded:
+                    report.wakes.append(planned)
+                    if start is not None:
+                        start(planned.wake_id, now)
         report.due = len(seen)
 
-    def _one(self, agent_id: int, mood_id: int, now: dt.datetime,
-             report: TickReport) -> Optional[Planned]:
-        """Decide on one due listener; compose and record its wake if there is one."""
-        with self._tx() as s:
-            draft = evaluate.evaluate(self.ctx, s, agent_id, mood_id, now, report)
-        if draft is None:
+    def _batch(self, pairs: list[tuple[int, int]], now: dt.datetime, report: TickReport,
+               recorded: list[Planned]) -> None:
+        """Weigh a batch of due pairs in one transaction, then compose and record its wakes.
+
+        If the database refuses something, the transaction is gone: the pairs
+        are weighed again one by one, so only the one that breaks it is set aside.
+        """
+        try:
+            with self._tx() as s:
+                decided = evaluate.evaluate(self.ctx, s, pairs, now)
+        except transient_errors():
+            raise  # a lock or a lost connection: the whole cycle is retried
+        except Exception as exc:
+            if len(pairs) == 1:
+                self._set_aside(*pairs[0], exc, now, report)
+            else:
+                for pair in pairs:
+                    self._batch([pair], now, report, recorded)
+            return
+        decided.tell(report)
+        for (agent_id, mood_id), exc in decided.bad:
+            self._set_aside(agent_id, mood_id, exc, now, report)
+        for draft in decided.drafts:
+            planned = self._record(draft, now, report)
+            if planned is not None:
+                recorded.append(planned)
+
+    def _record(self, draft: drafts.Draft, now: dt.datetime,
+                report: TickReport) -> Optional[Planned]:
+        """Compose a decided wake (no transaction open) and record it; None if it was not."""
+        try:
+            wake = drafts.compose_text(self.ctx, draft)
+            with self._tx() as s:
+                planned = drafts.record(self.ctx, s, draft, wake, now, report)
+        except transient_errors():
+            raise
+        except Exception as exc:  # this wake's data broke composing it: set it aside, go on
+            self._set_aside(draft.agent.id, draft.mood.id, exc, now, report)
             return None
-        wake = drafts.compose_text(self.ctx, draft)  # no transaction open
-        with self._tx() as s:
-            planned = drafts.record(self.ctx, s, draft, wake, now, report)
         if planned is None:
             report.abandoned += 1  # changed meanwhile: looked at again next cycle
         return planned

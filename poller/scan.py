@@ -12,8 +12,8 @@ import datetime as dt
 
 from poller.context import Context, log
 from poller.kinds import ParticipantKind, PostKind, Trust
-from poller.models import Listener, Owed
-from poller.store import cycle
+from poller.store import cycle, facts
+from poller.store.facts import ListenerRow
 
 BATCH = 1_000  # rows read per transaction: bounds the scan's memory and write-lock time
 
@@ -30,7 +30,7 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
         return 0
     agent_ids = set(ctx.agents)
     mentioned = cycle.mentions_between(s, cur.value, rows[-1].id, agent_ids)
-    listeners = cycle.listeners_for(s, {(a, r.mood_id) for r in rows for a in agent_ids})
+    listeners = facts.listeners(s, {(a, r.mood_id) for r in rows for a in agent_ids})
     owed: set[tuple[int, int, int]] = set()
     for r in rows:
         addressed = mentioned.get(r.id, set())
@@ -41,15 +41,16 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
                 apply_post(ctx, listeners[(agent_id, r.mood_id)], r, agent_id, addressed, now, owed)
             except Exception as exc:  # one bad row must not stop every Mood, nor other agents
                 set_aside(s, "post", r.id, r.mood_id, exc, now)
-    s.add_all(Owed(agent_id=a, post_id=p, mood_id=m) for a, p, m in owed)
+    cycle.add_owed(s, owed)
     owed_pairs = {(a, m) for a, _, m in owed}
     for pair, row in listeners.items():
         reschedule(row, pair in owed_pairs, now)
+    facts.save(s, listeners.values())
     cur.value, cur.at = rows[-1].id, now
     return len(rows)
 
 
-def apply_post(ctx: Context, l: Listener, r: cycle.PostEvent, agent_id: int,
+def apply_post(ctx: Context, l: ListenerRow, r: cycle.PostEvent, agent_id: int,
                addressed: set[int], now: dt.datetime, owed: set) -> None:
     """What one post means for one agent's listener in its Mood."""
     if r.kind not in (PostKind.POST, PostKind.SILENT):
@@ -92,7 +93,7 @@ def set_aside(s, kind: str, item_id: int, mood_id: int, exc: Exception, now: dt.
               extra={"action": "quarantined", "kind": kind, "ref": str(item_id)})
 
 
-def reschedule(l: Listener, owed: bool, now: dt.datetime) -> None:
+def reschedule(l: ListenerRow, owed: bool, now: dt.datetime) -> None:
     due = cycle.next_due(l, owed, now)
     if l.due_at is not None and (due is None or l.due_at < due):
         due = l.due_at  # never push back something already due sooner
@@ -108,7 +109,7 @@ def first_run(ctx: Context, s, now: dt.datetime) -> None:
     """
     newest = cycle.start_cursors(s, now)
     recent = cycle.moods_people_spoke_in(s, now - dt.timedelta(seconds=ctx.cfg.person_recent))
-    listeners = cycle.listeners_for(s, {(a, m.mood_id) for m in recent for a in ctx.agents})
+    listeners = facts.listeners(s, {(a, m.mood_id) for m in recent for a in ctx.agents})
     for m in recent:
         for a in ctx.agents:
             l = listeners[(a, m.mood_id)]
@@ -116,6 +117,7 @@ def first_run(ctx: Context, s, now: dt.datetime) -> None:
             l.last_person_at, l.last_person_id = m.at, m.post_id
             l.quiet_due_at = now + dt.timedelta(seconds=idle) if idle else None
             l.due_at = l.quiet_due_at
+    facts.save(s, listeners.values())
     log.info("first run: starting from post %s", newest, extra={"action": "first_run"})
 
 
@@ -129,7 +131,7 @@ def signins(ctx: Context, s, now: dt.datetime) -> int:
         return 0
     window = dt.timedelta(seconds=ctx.cfg.arrival_window)
     fresh = [r for r in rows if r.at > now - window]
-    listeners = cycle.listeners_for(s, {(a, r.mood_id) for r in fresh for a in ctx.agents})
+    listeners = facts.listeners(s, {(a, r.mood_id) for r in fresh for a in ctx.agents})
     for r in fresh:
         try:
             for a in ctx.agents:
@@ -142,5 +144,6 @@ def signins(ctx: Context, s, now: dt.datetime) -> int:
                 l.due_at = now if l.due_at is None else min(l.due_at, now)
         except Exception as exc:
             set_aside(s, "signin", r.id, r.mood_id, exc, now)
+    facts.save(s, listeners.values())
     cur.value, cur.at = rows[-1].id, now
     return len(rows)

@@ -27,6 +27,10 @@ from poller.values import AgentInfo, MoodInfo
 
 
 
+# What the database (or the driver) raises: a transaction that met one may be unusable.
+DATABASE_ERRORS = (sa.exc.SQLAlchemyError,)
+
+
 def skip_locked(s: Session, q):
     if s.get_bind().dialect.name == "postgresql":
         return q.with_for_update(skip_locked=True)
@@ -164,14 +168,20 @@ def lift_holds(s: Session, now: dt.datetime) -> None:
 
 
 class SettingsCache:
-    """All settings rows, reloaded only when a new row has been appended."""
+    """All settings rows, reloaded only when a new row has been appended.
+
+    Resolved settings are kept for every (Mood, agent) pair asked about until
+    the rows change (or a ``listening ... --until`` lapses); pairs that the
+    same rows apply to share one result, so 20,000 pairs with no settings of
+    their own cost one resolution and a dictionary entry each.
+    """
 
     def __init__(self) -> None:
         self._max = -1
         self._rows: list[settings.Row] = []
-        self._memo: dict = {}
-
-    MEMO_MAX = 4096  # resolved (Mood, agent) pairs kept between cycles
+        self._slots: dict[tuple, list[settings.Row]] = {}
+        self._pairs: dict = {}  # (mood_id, agent_id) -> (lapse, resolved, values)
+        self._shared: dict = {}  # the ids of the rows that apply -> (lapse, resolved, values)
 
     def refresh(self, s: Session) -> bool:
         """Reload the rows if a setting was appended since the last call."""
@@ -181,24 +191,37 @@ class SettingsCache:
         q = sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key,
                       Setting.value, Setting.until)
         self._rows = [settings.Row(*r) for r in s.execute(q)]
+        self._slots = {}
+        for row in self._rows:
+            self._slots.setdefault((row.mood_id, row.agent_id), []).append(row)
         self._max = newest
-        self._memo = {}
+        self._pairs, self._shared = {}, {}
         return True
 
-    def resolve(self, mood_id: int, agent_id: int, now: dt.datetime) -> dict[str, settings.Resolved]:
+    def _entry(self, mood_id: int, agent_id: int, now: dt.datetime) -> tuple:
         key = (mood_id, agent_id)
-        hit = self._memo.get(key)
+        hit = self._pairs.get(key)
         if hit is not None and hit[0] > now:
-            return hit[1]
-        if len(self._memo) >= self.MEMO_MAX:
-            self._memo = {}  # a long-running poller must not keep every pair it ever saw
-        resolved = settings.resolve(self._rows, mood_id, agent_id, now)
-        lapse = min((r.until for r in resolved.values() if r.until), default=None)
-        self._memo[key] = (lapse or dt.datetime.max.replace(tzinfo=dt.timezone.utc), resolved)
-        return resolved
+            return hit
+        rows = [r for slot in ((None, None), (mood_id, None), (None, agent_id), key)
+                for r in self._slots.get(slot, ())]
+        ids = tuple(r.id for r in rows)
+        hit = self._shared.get(ids)
+        if hit is None or hit[0] <= now:
+            resolved = settings.resolve(rows, mood_id, agent_id, now)
+            lapse = min((r.until for r in resolved.values() if r.until), default=None)
+            hit = (lapse or dt.datetime.max.replace(tzinfo=dt.timezone.utc), resolved,
+                   settings.values(resolved))
+            self._shared[ids] = hit
+        self._pairs[key] = hit
+        return hit
+
+    def resolve(self, mood_id: int, agent_id: int, now: dt.datetime) -> dict[str, settings.Resolved]:
+        return self._entry(mood_id, agent_id, now)[1]
 
     def values(self, mood_id: int, agent_id: int, now: dt.datetime) -> dict:
-        return settings.values(self.resolve(mood_id, agent_id, now))
+        """The values in force (one shared dictionary: read it, never change it)."""
+        return self._entry(mood_id, agent_id, now)[2]
 
 
 # -- Agents and listeners ------------------------------------------------------------
@@ -247,7 +270,7 @@ def due_listeners(s: Session, now: dt.datetime, limit: int) -> list[tuple[int, i
     """(agent_id, mood_id) of listeners due by *now*, soonest first."""
     q = (sa.select(Listener.agent_id, Listener.mood_id)
          .where(Listener.due_at.is_not(None), Listener.due_at <= now)
-         .order_by(Listener.due_at).limit(limit))
+         .order_by(Listener.due_at, Listener.agent_id, Listener.mood_id).limit(limit))
     return [(r.agent_id, r.mood_id) for r in s.execute(q)]
 
 
@@ -259,6 +282,13 @@ def claim_listener(s: Session, agent_id: int, mood_id: int) -> Optional[Listener
 def lock_agent(s: Session, agent_id: int) -> None:
     """Serialise per-agent caps across pollers (a no-op on SQLite, which is serial)."""
     s.execute(for_update(s, sa.select(Agent.participant_id).where(Agent.participant_id == agent_id)))
+
+
+def add_owed(s: Session, owed: Iterable[tuple[int, int, int]]) -> None:
+    """Record mentions owed, as (agent_id, post_id, mood_id), with one executemany."""
+    rows = [dict(agent_id=a, post_id=p, mood_id=m) for a, p, m in owed]
+    if rows:
+        s.connection().execute(sa.insert(Owed.__table__), rows)
 
 
 def owed_posts(s: Session, agent_id: int, mood_id: int) -> list[int]:
@@ -522,12 +552,17 @@ def fingerprint(s: Session, l: Listener, now: dt.datetime) -> tuple:
     """
     from poller import law
 
-    return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
-            l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
-            l.followup_of, l.followup_due_at,
+    return listener_print(l) + (
             tuple(owed_posts(s, l.agent_id, l.mood_id)),
             in_flight_here(s, l.agent_id, l.mood_id) is not None,
             running_count(s, l.agent_id), len(wake_times(s, l.agent_id, now - law.HOUR)))
+
+
+def listener_print(l) -> tuple:
+    """The listener's part of a fingerprint: its timers, cursors and hold."""
+    return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
+            l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
+            l.followup_of, l.followup_due_at)
 
 
 def newest_person_post(s: Session, mood_id: int) -> int:

@@ -1,0 +1,290 @@
+"""The facts a cycle decides on, read for a whole batch of due (agent, Mood) pairs at once.
+
+The cycle claims a batch of due listeners and reads everything ``law.decide``
+may ask about them in a handful of set queries (the listeners, their Moods,
+what is owed and who sent it, the agents' turns in flight and wakes of the
+last hour, the latest decision of each kind); it decides in Python, then
+writes the listeners that changed and the decisions with one executemany
+each.  The statements are SQLAlchemy Core on the session's connection, so
+they are compiled once and cached; rows come back as plain values.
+
+On PostgreSQL the listeners are claimed with ``FOR UPDATE SKIP LOCKED`` (a
+pair another poller holds is not ours this cycle) and the batch's agents are
+locked in id order, so two pollers never weigh one agent's caps at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from poller.kinds import IN_FLIGHT, WakeKind
+from poller.models import Agent, Decision, Listener, Mood, Owed, Participant, Post, Wake
+from poller.values import MoodInfo
+
+HOUR = dt.timedelta(hours=1)
+
+LISTENERS = Listener.__table__
+COLUMNS = tuple(c.name for c in LISTENERS.columns)
+KEY = ("agent_id", "mood_id")
+MUTABLE = tuple(c for c in COLUMNS if c not in KEY)
+Pair = tuple[int, int]  # (agent_id, mood_id)
+
+
+class ListenerRow:
+    """A listener row as plain attributes, which the cycle changes in place and
+    :func:`save` writes back (inserted if new, updated only if changed).  For a
+    due pair the batch adds what it read about it: the posts owed, who sent them
+    (person or agent), and the agent's considers here in the last hour."""
+
+    __slots__ = COLUMNS + ("owed", "sender_kinds", "considers", "_was")
+
+    def __init__(self, values: Iterable) -> None:
+        for name, value in zip(COLUMNS, values):
+            setattr(self, name, value)
+        self.owed: list[int] = []
+        self.sender_kinds: list[str] = []
+        self.considers: tuple[dt.datetime, ...] = ()
+        self._was: Optional[tuple] = self.state()
+
+    @classmethod
+    def fresh(cls, agent_id: int, mood_id: int) -> "ListenerRow":
+        """A listener the database does not hold yet: inserted by :func:`save`."""
+        row = cls(NEW.get(name, {"agent_id": agent_id, "mood_id": mood_id}.get(name))
+                  for name in COLUMNS)
+        row._was = None
+        return row
+
+    def state(self) -> tuple:
+        return tuple(getattr(self, name) for name in MUTABLE)
+
+    def restore(self) -> None:
+        """Undo what weighing this pair changed (it raised and is set aside)."""
+        for name, value in zip(MUTABLE, self._was or ()):
+            setattr(self, name, value)
+
+    @property
+    def changed(self) -> bool:
+        return self.state() != self._was
+
+
+NEW = dict(last_person_id=0, looked_id=0, consider_from_id=0, quiet_backoff=0,
+           arrival_signin_id=0, followup_of=0)  # a new listener's columns that are not NULL
+
+
+def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
+    """The listener rows of *pairs*, new ones where missing (see :func:`save`).
+
+    Locked on PostgreSQL: a poller evaluating one of them elsewhere finishes
+    first, so its changes are not overwritten by this transaction's.
+    """
+    if not pairs:
+        return {}
+    s.flush()
+    conn = s.connection()
+    q = sa.select(*(LISTENERS.c[name] for name in COLUMNS)).where(
+        LISTENERS.c.mood_id.in_({m for _, m in pairs}))
+    if conn.dialect.name == "postgresql":
+        q = q.with_for_update()
+    found = {}
+    for row in conn.execute(q):
+        pair = (row.agent_id, row.mood_id)
+        if pair in pairs:
+            found[pair] = ListenerRow(row)
+    for pair in pairs - found.keys():
+        found[pair] = ListenerRow.fresh(*pair)
+    return found
+
+
+
+
+_UPDATE_LISTENER = (sa.update(LISTENERS)
+                    .where(LISTENERS.c.agent_id == sa.bindparam("k_agent"),
+                           LISTENERS.c.mood_id == sa.bindparam("k_mood"))
+                    .values({name: sa.bindparam(name) for name in MUTABLE}))
+
+
+def save(s: Session, rows: Iterable[ListenerRow]) -> None:
+    """Insert the new listener rows and update the changed ones, an executemany each."""
+    s.flush()  # what the session holds goes first (a hold note, a new Mood's rows)
+    conn = s.connection()
+    new, changed = [], []
+    for l in rows:
+        if l._was is None:
+            new.append({name: getattr(l, name) for name in COLUMNS})
+        elif l.changed:
+            changed.append(dict(zip(MUTABLE, l.state()), k_agent=l.agent_id, k_mood=l.mood_id))
+    if new:
+        conn.execute(sa.insert(LISTENERS), new)
+    if changed:
+        conn.execute(_UPDATE_LISTENER, changed)
+    s.expire_all()  # rows this session had loaded may have changed underneath it
+
+
+@dataclass
+class Load:
+    """One agent's turns in flight and wakes in the last hour: as the batch read them,
+    plus the wakes it has decided since (recorded before the next pair's wake is)."""
+
+    running: int = 0
+    here: set[int] = field(default_factory=set)  # Moods where a turn of it is in flight
+    woke: list[dt.datetime] = field(default_factory=list)  # its wakes' times, any Mood
+
+    def planned(self, mood_id: int, now: dt.datetime) -> None:
+        self.running += 1
+        self.here.add(mood_id)
+        self.woke.append(now)
+
+
+@dataclass(frozen=True)
+class Latest:
+    """The newest decision recorded for one (agent, Mood, kind)."""
+
+    id: int
+    outcome: str
+    reason: str
+    wake_id: Optional[int]
+
+    def repeated_by(self, outcome: str, reason: str) -> bool:
+        return self.wake_id is None and (self.outcome, self.reason) == (outcome, reason)
+
+
+@dataclass
+class Batch:
+    """Everything the decisions of one batch rest on."""
+
+    now: dt.datetime
+    listeners: dict[Pair, ListenerRow]
+    moods: dict[int, MoodInfo]
+    load: dict[int, Load]
+    latest: dict[tuple[int, int, str], Latest]
+    decisions: list[dict] = field(default_factory=list)  # to record, see decide()
+
+    def repeats(self, l: ListenerRow, kind: str, outcome: str, reason: str) -> Optional[Latest]:
+        last = self.latest.get((l.agent_id, l.mood_id, kind))
+        return last if last is not None and last.repeated_by(outcome, reason) else None
+
+    def decide(self, l: ListenerRow, kind: str, outcome: str, reason: str,
+               next_due: Optional[dt.datetime]) -> bool:
+        """Note a decision to record with the batch; True when it is new (not a repeat)."""
+        last = self.repeats(l, kind, outcome, reason)
+        self.decisions.append(dict(id=last.id if last else None, agent_id=l.agent_id,
+                                   mood_id=l.mood_id, kind=kind, outcome=outcome, reason=reason,
+                                   next_due=next_due))
+        return last is None
+
+
+def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
+    """Claim the pairs still due and read their facts; pairs another poller holds are left out."""
+    s.flush()  # what this session has pending (a dry run's scan) is read back below
+    conn = s.connection()
+    listeners = _claim_listeners(s, conn, pairs, now)
+    claimed = list(listeners)
+    agents = sorted({a for a, _ in claimed})
+    if agents and conn.dialect.name == "postgresql":
+        conn.execute(sa.select(Agent.participant_id).where(Agent.participant_id.in_(agents))
+                     .order_by(Agent.participant_id).with_for_update())
+    batch = Batch(now, listeners, _moods(conn, {m for _, m in claimed}),
+                  {a: Load() for a in agents}, _latest(conn, claimed))
+    if claimed:
+        _owed(conn, batch, claimed)
+        _wakes(conn, batch, agents, now)
+    return batch
+
+
+def _claim_listeners(s: Session, conn, pairs: list[Pair], now: dt.datetime) -> dict[Pair, ListenerRow]:
+    if not pairs:
+        return {}
+    q = (sa.select(*(LISTENERS.c[name] for name in COLUMNS))
+         .where(sa.tuple_(LISTENERS.c.agent_id, LISTENERS.c.mood_id).in_(pairs),
+                LISTENERS.c.due_at <= now))
+    if conn.dialect.name == "postgresql":
+        q = q.with_for_update(skip_locked=True)
+    found = {}
+    for row in conn.execute(q):
+        l = ListenerRow(row)
+        found[(l.agent_id, l.mood_id)] = l
+    return found
+
+
+def _moods(conn, mood_ids: set[int]) -> dict[int, MoodInfo]:
+    if not mood_ids:
+        return {}
+    t = Mood.__table__
+    q = sa.select(t.c.id, t.c.slug, t.c.title, t.c.archived, t.c.created_at).where(t.c.id.in_(mood_ids))
+    return {r.id: MoodInfo(r.id, r.slug, r.title, r.archived, r.created_at) for r in conn.execute(q)}
+
+
+def _owed(conn, batch: Batch, pairs: list[Pair]) -> None:
+    """The posts each pair owes, oldest first, and whether a person or an agent sent each."""
+    o, p, who = Owed.__table__, Post.__table__, Participant.__table__
+    q = (sa.select(o.c.agent_id, o.c.mood_id, o.c.post_id, who.c.kind)
+         .join(p, p.c.id == o.c.post_id).join(who, who.c.id == p.c.sender_id)
+         .where(sa.tuple_(o.c.agent_id, o.c.mood_id).in_(pairs)).order_by(o.c.post_id))
+    for agent_id, mood_id, post_id, kind in conn.execute(q):
+        l = batch.listeners[(agent_id, mood_id)]
+        l.owed.append(post_id)
+        l.sender_kinds.append(kind)
+
+
+def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime) -> None:
+    """The agents' turns in flight, and their wakes in the last hour (considers by Mood)."""
+    w = Wake.__table__
+    busy = sa.select(w.c.agent_id, w.c.mood_id).where(w.c.agent_id.in_(agents),
+                                                      w.c.status.in_(IN_FLIGHT))
+    for agent_id, mood_id in conn.execute(busy):
+        load = batch.load[agent_id]
+        load.running += 1
+        load.here.add(mood_id)
+    recent = sa.select(w.c.agent_id, w.c.mood_id, w.c.kind, w.c.created_at).where(
+        w.c.agent_id.in_(agents), w.c.created_at > now - HOUR)
+    considers: dict[Pair, list[dt.datetime]] = {}
+    for agent_id, mood_id, kind, at in conn.execute(recent):
+        batch.load[agent_id].woke.append(at)
+        if kind == WakeKind.CONSIDER:
+            considers.setdefault((agent_id, mood_id), []).append(at)
+    for pair, times in considers.items():
+        if pair in batch.listeners:
+            batch.listeners[pair].considers = tuple(times)
+
+
+def _latest(conn, pairs: list[Pair]) -> dict[tuple[int, int, str], Latest]:
+    if not pairs:
+        return {}
+    d = Decision.__table__
+    newest = (sa.select(sa.func.max(d.c.id))
+              .where(sa.tuple_(d.c.agent_id, d.c.mood_id).in_(pairs))
+              .group_by(d.c.agent_id, d.c.mood_id, d.c.kind))
+    q = sa.select(d.c.id, d.c.agent_id, d.c.mood_id, d.c.kind, d.c.outcome, d.c.reason,
+                  d.c.wake_id).where(d.c.id.in_(newest.scalar_subquery()))
+    return {(r.agent_id, r.mood_id, r.kind): Latest(r.id, r.outcome, r.reason, r.wake_id)
+            for r in conn.execute(q)}
+
+
+_REPEAT_DECISION = (sa.update(Decision.__table__)
+                    .where(Decision.__table__.c.id == sa.bindparam("k_id"))
+                    .values(last_at=sa.bindparam("last_at"), next_due=sa.bindparam("next_due"),
+                            count=Decision.__table__.c.count + 1))
+
+
+def write(s: Session, batch: Batch, skip: Iterable[Pair] = ()) -> None:
+    """Record the batch: the listeners that changed (not those in *skip*, set aside)
+    and its decisions, one executemany each; a repeated decision only moves
+    ``last_at``, ``next_due`` and ``count``."""
+    skip = set(skip)
+    save(s, (l for pair, l in batch.listeners.items() if pair not in skip))
+    conn, now = s.connection(), batch.now
+    repeats = [dict(k_id=d["id"], last_at=now, next_due=d["next_due"])
+               for d in batch.decisions if d["id"] is not None]
+    if repeats:
+        conn.execute(_REPEAT_DECISION, repeats)
+    new = [dict(agent_id=d["agent_id"], mood_id=d["mood_id"], kind=d["kind"],
+                outcome=d["outcome"], reason=d["reason"], next_due=d["next_due"], wake_id=None,
+                at=now, last_at=now, count=1)
+           for d in batch.decisions if d["id"] is None]
+    if new:
+        conn.execute(sa.insert(Decision.__table__), new)
