@@ -121,3 +121,28 @@ def test_holds_are_announced(served, tmp_path):
         assert "listening" in held[0]["reason"]
     finally:
         ev.close()
+
+
+def test_a_stream_hears_only_its_own_mood(served):
+    served.cli("mood", "add", "den")
+    c = served.client(served.person("ada"))
+    ev = Events(c, "/api/v1/moods/lobby/events")
+    try:
+        ev.wait(lambda e: e.of("working"), "the stream to open")
+        c.post("/api/v1/moods/den/posts", json={"text": "elsewhere"})
+        c.post("/api/v1/moods/lobby/posts", json={"text": "here"})
+        ev.wait(lambda e: e.of("post"), "the lobby's post")
+        assert [p["data"]["text"] for p in ev.of("post")] == ["here"]
+    finally:
+        ev.close()
+
+
+def test_the_feed_wakes_only_the_moods_something_touched():
+    from poller.web.events import Feed
+
+    feed = Feed(store=None)
+    feed.version = 3
+    feed.touched = {2: {7}, 3: {9}}
+    assert feed.moved(9, 2) and not feed.moved(7, 2) and feed.moved(7, 1)
+    assert not feed.moved(9, 3)  # nothing since
+    assert feed.moved(5, 0)  # too far behind to tell: look again

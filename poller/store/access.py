@@ -208,6 +208,19 @@ def heads(store: Store) -> Heads:
     return Heads(post_id, wake_id, flight, holds)
 
 
+def moods_touched(store: Store, old: Heads, new: Heads) -> set[int]:
+    """The Moods where something moved between two looks at the heads: new posts, turns
+    started or ended, holds set or lifted."""
+    holds = {mood for _, mood, _ in set(old.holds) ^ set(new.holds)}
+    turns = {wake for wake, _ in set(old.in_flight) ^ set(new.in_flight)}
+    with store.reading() as s:
+        posts = set(s.scalars(sa.select(Post.mood_id).distinct().where(
+            Post.id > old.post_id, Post.id <= new.post_id)))
+        wakes = set(s.scalars(sa.select(Wake.mood_id).distinct().where(sa.or_(
+            sa.and_(Wake.id > old.wake_id, Wake.id <= new.wake_id), Wake.id.in_(turns)))))
+    return posts | wakes | holds
+
+
 @dataclass(frozen=True)
 class TurnRecord:
     id: int

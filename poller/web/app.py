@@ -96,6 +96,7 @@ def create_app(store, config, *, clock: Callable[[], dt.datetime],
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        door.feed.start()
         yield
         await door.feed.stop()
 

@@ -35,19 +35,23 @@ BATCH = 200  # posts read per look; a stream behind by more reads again at once
 
 
 class Feed:
-    """Watches the store's heads; wakes every stream when they move."""
+    """Watches the store's heads; wakes the streams of the Moods where something moved."""
+
+    HISTORY = 256  # versions remembered; a stream further behind simply looks again
 
     def __init__(self, store, every: float = 0.25):
         self.store = store
         self.every = every
         self.version = 0
+        self.touched: dict[int, set[int]] = {}  # version -> the Mood ids it touched
         self._heads: Optional[access.Heads] = None
         self._cond: Optional[asyncio.Condition] = None
         self._poked: Optional[asyncio.Event] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._task: Optional[asyncio.Task] = None
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start watching (from the app's startup, so the first look predates every stream)."""
         if self._task is None:
             self._loop = asyncio.get_running_loop()
             self._cond = asyncio.Condition()
@@ -57,31 +61,49 @@ class Feed:
     async def _watch(self) -> None:
         while True:
             try:
-                heads = await run_in_threadpool(access.heads, self.store)
+                await self._look()
             except Exception:  # the database blinked: streams keep what they have
-                heads = self._heads
-            if heads != self._heads:
-                self._heads = heads
-                async with self._cond:
-                    self.version += 1
-                    self._cond.notify_all()
+                pass
             try:
                 await asyncio.wait_for(self._poked.wait(), self.every)
             except asyncio.TimeoutError:
                 pass
             self._poked.clear()
 
+    async def _look(self) -> None:
+        heads = await run_in_threadpool(access.heads, self.store)
+        if self._heads is None:
+            self._heads = heads
+            return
+        if heads == self._heads:
+            return
+        moods = await run_in_threadpool(access.moods_touched, self.store, self._heads, heads)
+        self._heads = heads
+        async with self._cond:
+            self.version += 1
+            self.touched[self.version] = moods
+            self.touched.pop(self.version - self.HISTORY, None)
+            self._cond.notify_all()
+
     def poke(self) -> None:
         """Look now (thread-safe): this process just committed something."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._poked.set)
 
-    async def wait(self, seen: int, timeout: float) -> int:
-        """Wait until the heads move past version *seen*, or *timeout* seconds."""
-        self._start()
+    def moved(self, mood_id: int, since: int) -> bool:
+        """Did anything touch *mood_id* after version *since*?"""
+        if since + 1 not in self.touched and since < self.version:
+            return True  # too far behind to tell: look
+        return any(mood_id in self.touched.get(v, ()) for v in range(since + 1, self.version + 1))
+
+    async def wait(self, mood_id: int, seen: int, timeout: float) -> int:
+        """Wait until something touches *mood_id* after version *seen*, or *timeout* seconds;
+        the version reached."""
+        self.start()
         async with self._cond:
             try:
-                await asyncio.wait_for(self._cond.wait_for(lambda: self.version > seen), timeout)
+                await asyncio.wait_for(self._cond.wait_for(lambda: self.moved(mood_id, seen)),
+                                       timeout)
             except asyncio.TimeoutError:
                 pass
         return self.version
@@ -117,6 +139,7 @@ async def stream(door, slug: str, cursor: Optional[tuple[int, int]]) -> AsyncIte
         heads = await run_in_threadpool(access.heads, door.store)
         cursor = (heads.post_id, heads.wake_id)
     post_id, wake_id = cursor
+    mood_id = (await run_in_threadpool(door.store.mood, slug)).id
     yield ": connected\n\n"
     watched: set[int] = set()
     sent_working = sent_holds = None
@@ -150,6 +173,6 @@ async def stream(door, slug: str, cursor: Optional[tuple[int, int]]) -> AsyncIte
         if len(ch.posts) >= BATCH:
             continue  # more to send at once
         seen = version
-        version = await door.feed.wait(version, door.options.keepalive)
-        if version == seen:
+        version = await door.feed.wait(mood_id, version, door.options.keepalive)
+        if not door.feed.moved(mood_id, seen):
             yield ": keep-alive\n\n"
