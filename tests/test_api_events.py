@@ -146,3 +146,5 @@ def test_the_feed_wakes_only_the_moods_something_touched():
     assert feed.moved(9, 2) and not feed.moved(7, 2) and feed.moved(7, 1)
     assert not feed.moved(9, 3)  # nothing since
     assert feed.moved(5, 0)  # too far behind to tell: look again
+    feed.version, feed.touched[4] = 4, None  # a first look after nobody listened: all look
+    assert feed.moved(7, 3) and feed.moved(123, 3)

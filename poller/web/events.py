@@ -43,7 +43,8 @@ class Feed:
         self.store = store
         self.every = every
         self.version = 0
-        self.touched: dict[int, set[int]] = {}  # version -> the Mood ids it touched
+        self.touched: dict[int, Optional[set[int]]] = {}  # version -> Mood ids; None: all
+        self.streams = 0  # open streams; with none, the feed does not look
         self._heads: Optional[access.Heads] = None
         self._cond: Optional[asyncio.Condition] = None
         self._poked: Optional[asyncio.Event] = None
@@ -66,18 +67,23 @@ class Feed:
                 pass
             try:
                 await asyncio.wait_for(self._poked.wait(), self.every)
+                await asyncio.sleep(self.GAP)  # a burst of commits is one look
             except asyncio.TimeoutError:
                 pass
             self._poked.clear()
 
+    GAP = 0.02  # seconds a poke waits, so the commits of a burst share one look
+
     async def _look(self) -> None:
-        heads = await run_in_threadpool(access.heads, self.store)
-        if self._heads is None:
-            self._heads = heads
+        if not self.streams:
+            self._heads = None  # nobody listens: no queries
             return
+        heads = await run_in_threadpool(access.heads, self.store)
         if heads == self._heads:
             return
-        moods = await run_in_threadpool(access.moods_touched, self.store, self._heads, heads)
+        moods = None  # a first look (a stream may have read before it): every stream looks
+        if self._heads is not None:
+            moods = await run_in_threadpool(access.moods_touched, self.store, self._heads, heads)
         self._heads = heads
         async with self._cond:
             self.version += 1
@@ -94,7 +100,8 @@ class Feed:
         """Did anything touch *mood_id* after version *since*?"""
         if since + 1 not in self.touched and since < self.version:
             return True  # too far behind to tell: look
-        return any(mood_id in self.touched.get(v, ()) for v in range(since + 1, self.version + 1))
+        return any(self.touched.get(v) is None or mood_id in self.touched[v]
+                   for v in range(since + 1, self.version + 1))
 
     async def wait(self, mood_id: int, seen: int, timeout: float) -> int:
         """Wait until something touches *mood_id* after version *seen*, or *timeout* seconds;
@@ -140,6 +147,16 @@ async def stream(door, slug: str, cursor: Optional[tuple[int, int]]) -> AsyncIte
         cursor = (heads.post_id, heads.wake_id)
     post_id, wake_id = cursor
     mood_id = (await run_in_threadpool(door.store.mood, slug)).id
+    door.feed.streams += 1
+    try:
+        async for chunk in _events(door, slug, mood_id, post_id, wake_id):
+            yield chunk
+    finally:
+        door.feed.streams -= 1
+
+
+async def _events(door, slug: str, mood_id: int, post_id: int,
+                  wake_id: int) -> AsyncIterator[str]:
     yield ": connected\n\n"
     watched: set[int] = set()
     sent_working = sent_holds = None
