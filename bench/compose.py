@@ -194,27 +194,31 @@ def timed_runs(store, cfg, slug, agents, runs):
     probe = Probe()
     samples = []
     now = T0
-    for i in range(runs + 1):  # the first run warms up
+    for i in range(runs + 1):  # the first run is the cold one: nothing remembered yet
         now += dt.timedelta(seconds=30)
         mention(store, slug, agents[i], now)
         probe.take()
         wakes = poller.tick(now).wakes
         if len(wakes) != 1:
             raise SystemExit(f"run {i}: expected one wake, the cycle recorded {len(wakes)}")
-        if i:
-            samples.append(probe.take())
+        samples.append(probe.take())
     probe.close()
     poller.release()
-    return samples
+    return samples[0], samples[1:]
 
 
-def report(samples, store) -> None:
+def report(cold, samples, store) -> None:
     def med(values):
         return statistics.median(values) * 1000
 
+    steps = cold[0]
+    print("the first wake of the process (cold: no catch-up line or token count remembered yet): "
+          + ", ".join(f"{name} {steps[name][0] * 1000:.2f}" for name in ("gather", "compose", "record"))
+          + f" ms CPU, {sum(v[0] for v in steps.values()) * 1000:.2f} in all")
+
     total_cpu = [sum(s[name][0] for name in s) for s, _, _ in samples]
     total_wall = [sum(s[name][1] for name in s) for s, _, _ in samples]
-    print(f"runs: {len(samples)}, each one committing cycle with one mention wake")
+    print(f"then {len(samples)} runs, each one committing cycle with one mention wake (medians):")
     print(f"{'step':<10}{'CPU ms':>9}{'wall ms':>9}")
     for name in ("gather", "compose", "record"):
         print(f"{name:<10}{med(s[name][0] for s, _, _ in samples):>9.2f}"
@@ -277,7 +281,7 @@ def main() -> None:
     with store.reading() as s:
         n = s.scalar(sa.text("select count(*) from posts"))
     print(f"Mood: {n:,} posts; catch-up budget {BUDGET:,} tokens; database {store.dialect}")
-    report(timed_runs(store, cfg, slug, agents, runs), store)
+    report(*timed_runs(store, cfg, slug, agents, runs), store)
     fill(store, cfg, slug, agents)
     store.engine.dispose()
 

@@ -1,4 +1,4 @@
-"""What the product saves: prompt tokens of a simulated day, against two simple strategies.
+"""What the product saves: prompt tokens of a simulated day, strategy by strategy.
 
 A day of 40 Moods, 10 people and 2 agents: conversations in bursts between
 08:00 and 22:00 (about 1 post in 20 names an agent), sign-ins through the
@@ -6,14 +6,27 @@ day.  The poller runs a cycle every 30 s of scripted time with every setting
 at its default; turns settle in-process at once (``store.turns.claim`` and
 ``store.turns.settle_outcome``, no agent processes): a mention gets a short
 answer, one consider in four gets a remark, quiet looks and arrivals stay
-silent.  Prints wakes per kind, mean and p95 prompt tokens per wake and the
-day's total, then the same totals for two strategies on the same people's
-posts, each wake carrying the Mood's last 50 messages (and, in their favour,
-no instructions at all):
+silent.  The same day is run once per strategy, each on a fresh database:
 
-- every message wakes every agent;
-- every mention wakes the agents it names.
+- **no session** (command and HTTP agents, and the product before delta
+  wakes): every wake carries the full catch-up;
+- **(b) considers**: the agents keep a session per Mood (as Claude Code does)
+  and only considers are delta wakes: a consider covers what is new since
+  the session last saw the Mood, nothing it was shown before;
+- **(a) delta wakes**: sessions, and every kind but considers is a delta wake
+  (mentions, quiet looks, arrivals, follow-ups) with the pointer line;
+- **(a) + (b)**: sessions, every kind a delta wake: the product as shipped
+  for agents that keep a session.
 
+For each: wakes, prompt tokens (total, mean, p95, per kind), the ratio to
+the replay, and **mentions missed**: mentions of an agent that no wake of
+that agent answered with the mention in its text (must be 0).  The replay,
+on the same people's posts: every message wakes every agent with the Mood's
+last 50 messages (and, in its favour, no instructions at all); also "every
+mention, last 50 messages".
+
+Target: the shipped strategy (a) + (b) at most 1/5 of "every message, last
+50 messages".  Prints CPU and wall time per simulated day.
 Run: ``python bench/tokens_per_wake.py [--quick]``.
 """
 
@@ -23,14 +36,16 @@ import collections
 import os
 import datetime as dt
 import random
+import time
 
 import _common
 
 import sqlalchemy as sa  # noqa: E402
 
-from poller import loop, wakers  # noqa: E402
+from poller import draft, lines as wake_lines, loop, wakers  # noqa: E402
+from poller.kinds import WakeKind  # noqa: E402
 from poller.store import turns  # noqa: E402
-from poller.models import Wake  # noqa: E402
+from poller.models import Participant, Wake, WakePost  # noqa: E402
 
 DAY0 = dt.datetime(2026, 3, 2, 0, 0, tzinfo=dt.timezone.utc)
 MOODS = 40
@@ -38,15 +53,27 @@ AGENTS = ("helper", "scout")
 PEOPLE = ("alice", "bob", "carol", "dmitri", "eun-ji", "farid", "gus", "hana", "ines", "jo")
 STEP = dt.timedelta(seconds=30)
 WINDOW = 50
+KINDS = ("mention", "consider", "quiet", "arrival", "cut-off")
+
+# name -> (the agents keep a session per Mood, the kinds that are delta wakes)
+STRATEGIES = {
+    "no session": (False, frozenset()),
+    "(b) considers": (True, frozenset({WakeKind.CONSIDER})),
+    "(a) delta wakes": (True, draft.DELTA_KINDS - {WakeKind.CONSIDER}),
+    "(a) + (b)": (True, draft.DELTA_KINDS),
+}
+SHIPPED = "(a) + (b)"
 
 
 class InstantLauncher:
-    """Settles each turn in-process at once instead of starting a runner."""
+    """Settles each turn in-process at once instead of starting a runner; with
+    *sessions*, each turn reports the Mood's session as a Claude Code turn does."""
 
     detaches = False
 
-    def __init__(self, store) -> None:
+    def __init__(self, store, sessions: bool) -> None:
         self.store = store
+        self.sessions = sessions
 
     def start(self, wake_id: int, now: dt.datetime) -> None:
         claimed = turns.claim(self.store, wake_id, now, os.getpid())
@@ -56,7 +83,8 @@ class InstantLauncher:
             reply = f"{claimed.agent.handle} here: a short answer about what was asked in {claimed.mood}."
         else:
             reply = "<silent>nothing to add</silent>"
-        turns.settle_outcome(self.store, wake_id, wakers.Outcome("replied", reply),
+        session = f"{claimed.agent.handle}-in-{claimed.mood}" if self.sessions else None
+        turns.settle_outcome(self.store, wake_id, wakers.Outcome("replied", reply, session=session),
                              now + dt.timedelta(seconds=5))
 
     def running(self) -> set[int]:
@@ -108,16 +136,16 @@ def baselines(store, posts: list[tuple]) -> dict[str, tuple[int, int]]:
             "every mention, last 50 messages": tuple(mention)}
 
 
-def main() -> None:
-    args = _common.parser(__doc__).parse_args()
-    _common.quiet_logs()
-    print(_common.machine())
-    moods = 8 if args.quick else MOODS
-    _, store, cfg = _common.database(args.db)
-    slugs = _common.build_world(store, moods, AGENTS, PEOPLE, now=DAY0)
-    posts, signins = simulate_day(slugs)
-    poller = loop.Poller(store, cfg, launcher=InstantLauncher(store))
+def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool,
+            delta_kinds: frozenset, db_url: str | None) -> dict:
+    """One simulated day on a fresh database; what its wakes cost and what they missed."""
+    draft.DELTA_KINDS = delta_kinds
+    _, store, cfg = _common.database(db_url)
+    _common.build_world(store, moods, AGENTS, PEOPLE, now=DAY0)
+    poller = loop.Poller(store, cfg, launcher=InstantLauncher(store, sessions))
     now, pi, si = DAY0, 0, 0
+    mentions: list[tuple[int, str, str]] = []  # (post id, agent, text)
+    cpu, wall = time.process_time(), time.perf_counter()
     poller.tick(now)
     end = DAY0 + dt.timedelta(days=1)
     while now < end:
@@ -127,31 +155,65 @@ def main() -> None:
             batch.append(posts[pi])
             pi += 1
         if batch:
-            store.add_posts(batch)
+            ids = store.add_posts(batch)
+            mentions += [(i, a, body) for i, (_, _, body, _) in zip(ids, batch)
+                         for a in AGENTS if f"@{a}" in body]
         while si < len(signins) and signins[si][2] <= now:
             who, slug, at = signins[si]
             store.add_signin(who, slug, at)
             si += 1
         poller.tick(now)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     poller.release()
-
     with store.reading() as s:
-        rows = s.execute(sa.select(Wake.kind, Wake.prompt_tokens, Wake.status)).all()
-    tokens = [t for _, t, _ in rows]
+        rows = s.execute(sa.select(Wake.kind, Wake.prompt_tokens)).all()
+        answered = s.execute(sa.select(WakePost.post_id, Participant.handle, Wake.text)
+                             .join(Wake, Wake.id == WakePost.wake_id)
+                             .join(Participant, Participant.id == WakePost.agent_id)).all()
+    store.engine.dispose()
+    shown = {(post_id, handle): text for post_id, handle, text in answered}
+    missed = sum(1 for post_id, agent, body in mentions
+                 if wake_lines.quote(body) not in shown.get((post_id, agent), ""))
+    return {"rows": rows, "mentions": len(mentions), "missed": missed, "cpu": cpu, "wall": wall,
+            "store": store}
+
+
+def describe(name: str, day: dict, replay: int) -> None:
+    tokens = [t for _, t in day["rows"]]
     total = sum(tokens)
+    print(f"{name}: {len(tokens):,} wakes, {total:,} prompt tokens (mean {total / max(1, len(tokens)):,.0f}, "
+          f"p95 {_common.percentile(tokens, 95):,.0f}), {total / replay:.2f} of the replay (1/{replay / max(1, total):.2f}); "
+          f"mentions missed {day['missed']} of {day['mentions']}; the day took {day['cpu']:.1f} s CPU, "
+          f"{day['wall']:.1f} s wall")
+    for kind in KINDS:
+        ts = [t for k, t in day["rows"] if k == kind]
+        if ts:
+            print(f"    {kind:8} {len(ts):>5} wakes, {sum(ts):>9,} tokens, mean {sum(ts) / len(ts):>6,.0f}, "
+                  f"p95 {_common.percentile(ts, 95):>6,.0f}")
+
+
+def main() -> None:
+    args = _common.parser(__doc__).parse_args()
+    _common.quiet_logs()
+    print(_common.machine())
+    moods = 8 if args.quick else MOODS
+    slugs = [f"m{i:05d}" for i in range(moods)]
+    posts, signins = simulate_day(slugs)
     print(f"simulated day: {moods} Moods, {len(PEOPLE)} people, {len(AGENTS)} agents, "
           f"{len(posts):,} people's posts, {len(signins)} sign-ins, a cycle every {STEP.seconds} s")
-    for kind in ("mention", "consider", "quiet", "arrival"):
-        ts = [t for k, t, _ in rows if k == kind]
-        if ts:
-            print(f"  {kind:8} {len(ts):>5} wakes, mean {sum(ts) / len(ts):>6,.0f} tokens, "
-                  f"p95 {_common.percentile(ts, 95):>6,.0f}")
-    print(f"mood-poller: {len(rows)} wakes, mean {total / max(1, len(rows)):,.0f} prompt tokens, "
-          f"p95 {_common.percentile(tokens, 95):,.0f}, total {total:,}")
-    for name, (n, t) in baselines(store, posts).items():
-        print(f"{name}: {n:,} wakes, mean {t / max(1, n):,.0f} tokens, total {t:,}; "
-              f"ratio strategy / mood-poller {t / max(1, total):.2f}")
-    store.engine.dispose()
+    days = {name: run_day(moods, posts, signins, sessions, kinds, args.db)
+            for name, (sessions, kinds) in STRATEGIES.items()}
+    lines = baselines(days[SHIPPED]["store"], posts)
+    replay = lines["every message, last 50 messages"][1]
+    for name, (n, t) in lines.items():
+        print(f"replay, {name}: {n:,} wakes, {t:,} tokens (mean {t / max(1, n):,.0f})")
+    for name, day in days.items():
+        describe(name, day, replay)
+    shipped = sum(t for _, t in days[SHIPPED]["rows"])
+    missed = sum(day["missed"] for day in days.values())
+    met = shipped * 5 <= replay and missed == 0
+    print(f"target: {SHIPPED} <= 1/5 of the replay with no mention missed: "
+          f"{'met' if met else 'MISSED'} ({shipped:,} vs {replay / 5:,.0f}; {missed} missed)")
 
 
 if __name__ == "__main__":

@@ -364,6 +364,7 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         if request.verbosity != "normal" else "",
         "new_count": _new_count(request),
         "tools": request.tools,
+        "in_session": request.session_until is not None,
         "zone": request.timezone,
         "todo_url": lines.one_line(config.todo_pattern.format(
             slug=urllib.parse.quote(request.mood, safe="")), 1_000) if config.todo_pattern else "",
@@ -438,10 +439,15 @@ def render_frames(config: WakeConfig, templates: str | Path | None = None) -> st
     """Every kind of wake with every optional part, placeholders in «», from
     the same templates compose() uses (for `mood-poller preview --frames`)."""
     out = []
-    for kind, tools in (("mention", "full"), ("mention", "look"), ("consider", "look"),
-                        ("quiet", "look"), ("arrival", "look"), ("cut-off", "look")):
-        context = _placeholders(kind, tools, config)
-        out.append(f"==== {kind} wake, {'full tools' if tools == 'full' else 'look-only'} ====\n")
+    for kind, tools, in_session in (
+            ("mention", "full", False), ("mention", "look", False), ("consider", "look", False),
+            ("quiet", "look", False), ("arrival", "look", False), ("cut-off", "look", False),
+            ("consider", "look", True)):
+        context = dict(_placeholders(kind, tools, config), in_session=in_session)
+        if in_session:
+            context["summary"] = "Earlier posts: in this session (up to «time» «the Mood's time zone»)."
+        out.append(f"==== {kind} wake, {'full tools' if tools == 'full' else 'look-only'}"
+                   f"{', into a live session' if in_session else ''} ====\n")
         out.append(_render(kind, context, templates))
         out.append("\n")
     return "".join(out)
@@ -465,7 +471,7 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "quiet_for": "«how long»",
         "ask": "«the discretion dial's wording for this Mood's level»",
         "verbosity_line": "«the verbosity dial's wording; only when the dial is not normal»",
-        "tools": tools,
+        "tools": tools, "in_session": False,
         "todo_url": config.todo_pattern.format(slug="«slug»") if config.todo_pattern else "",
         "etiquette_url": config.etiquette_url,
         "summary": "«digest of older posts, or [N earlier posts not shown]»",

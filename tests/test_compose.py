@@ -240,3 +240,9 @@ def test_a_wake_into_a_live_session_points_to_what_the_session_holds():
     assert w.prompt_tokens == COUNTER.count(w.text)
     plain = wake(request("consider", history=HISTORY[-3:]))
     assert "in this session" not in plain.text and plain.summary_source == ""
+    # The standing how-tos were shown when the session started: one line names them.
+    assert "```handoff" in footer(plain.text) and "```handoff" not in footer(w.text)
+    assert "stay silent, greet and hand context over: as earlier in this session." in footer(w.text)
+    assert footer(w.text).endswith("change nothing (no edits, no commands with side effects).\n</mood-wake>\n")
+    full = wake(request(session_until=until, tools="full"))
+    assert "```settings" in footer(full.text) and "This turn has your full tools" in footer(full.text)

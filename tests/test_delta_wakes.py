@@ -69,6 +69,9 @@ def test_a_session_is_shown_each_post_once_and_a_sessionless_agent_everything(ro
     assert "second topic: the fridge" in second and "@claude @bot and the tests?" in second
     assert "first topic: the oven" not in second and "please look at the build" not in second
     assert POINTER + "12:00 UTC)." in second  # the build mention, at 12:00:02
+    # The standing how-tos were in the session's first wake; later ones name them in a line.
+    assert "```handoff" in first and "```handoff" not in second
+    assert "as earlier in this session." in second and "This turn has your full tools" in second
 
     post(room, 20, "bob", "chatter: who took the last coffee")
     tick(room, 31)  # the chatter has settled: a consider for each agent

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller import compose, settings
-from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
+from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
 from poller.store import cycle
 from poller.models import (AgentSession, Handoff, Mention, Mood, Participant, Post, Refusal,
                            Setting, Turn, Wake)
@@ -134,7 +134,11 @@ def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
 
 def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[compose.CutOff]:
     """The agent's last finished turn here, if it was cut off or failed."""
-    last = cycle.last_finished(s, agent_id, mood_id)
+    # Three columns, not the Wake row: its text (the whole last wake) is not needed.
+    q = (sa.select(Wake.status, Wake.finished_at, Wake.error)
+         .where(Wake.agent_id == agent_id, Wake.mood_id == mood_id, Wake.status.in_(FINISHED))
+         .order_by(Wake.id.desc()).limit(1))
+    last = s.execute(q).first()
     if last is None or last.status not in (WakeStatus.FAILED, WakeStatus.CUT_OFF):
         return None
     # A failure's recorded error holds the agent's own output (stderr, an HTTP
