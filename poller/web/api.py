@@ -97,8 +97,9 @@ def add_post(c: Call):
     reply_to = c.body.get("reply_to")
     if reply_to is not None and (not isinstance(reply_to, int) or isinstance(reply_to, bool)):
         raise Refused(400, "bad_request", "reply_to must be a post id (an integer)")
+    text.check_post_text(body)  # a bad post is refused before it joins a batch
     c.door.post_limit.take(c.who.token_id)
-    post = c.store.add_post(c.path["slug"], c.who.handle, body, c.now, reply_to=reply_to)
+    post = c.door.posts.post(access.NewPost(c.who.handle, c.path["slug"], body, reply_to, c.now))
     c.door.posted()
     return post.to_json()
 

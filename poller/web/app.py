@@ -25,7 +25,7 @@ from starlette.staticfiles import StaticFiles
 from poller import errors
 from poller.store import access
 from poller.text import parse_time
-from poller.web import api, auth, events, health, openapi
+from poller.web import api, auth, batch, events, health, openapi
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -50,6 +50,7 @@ class Door:
         self.store, self.config, self.clock, self.options = store, config, clock, options
         self.keys = auth.Keys()
         self.post_limit = auth.RateLimit(options.posts_per_minute)
+        self.posts = batch.GroupCommit(store)  # posts of concurrent requests share a commit
         self.feed = events.Feed(store, options.watch_every)
         if dials is None:
             from wiki_rules.source import DialSource
