@@ -97,6 +97,7 @@ def create_app(store, config, *, clock: Callable[[], dt.datetime],
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        _fit_threads_to_pool(store)
         door.feed.start()
         yield
         await door.feed.stop()
@@ -108,6 +109,16 @@ def create_app(store, config, *, clock: Callable[[], dt.datetime],
     app.add_middleware(BodyCap, limit=options.body_limit)
     app.add_middleware(Headers)
     return app
+
+
+def _fit_threads_to_pool(store) -> None:
+    """Run at most as many requests' database work at once as the engine's pool keeps
+    connections: more would make the pool open and close a connection per request."""
+    import anyio.to_thread
+
+    size = getattr(store.engine.pool, "size", lambda: 0)()
+    if size:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = max(size, 4)
 
 
 # -- Endpoints ---------------------------------------------------------------------------------
