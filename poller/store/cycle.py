@@ -281,7 +281,13 @@ def claim_listener(s: Session, agent_id: int, mood_id: int) -> Optional[Listener
 
 def lock_agent(s: Session, agent_id: int) -> None:
     """Serialise per-agent caps across pollers (a no-op on SQLite, which is serial)."""
-    s.execute(for_update(s, sa.select(Agent.participant_id).where(Agent.participant_id == agent_id)))
+    if s.get_bind().dialect.name == "postgresql":
+        s.connection().execute(_LOCK_AGENT, {"a": agent_id})
+
+
+_AGENTS = Agent.__table__
+_LOCK_AGENT = (sa.select(_AGENTS.c.participant_id)
+               .where(_AGENTS.c.participant_id == sa.bindparam("a")).with_for_update())
 
 
 def add_owed(s: Session, owed: Iterable[tuple[int, int, int]]) -> None:
@@ -328,20 +334,28 @@ def last_finished(s: Session, agent_id: int, mood_id: int) -> Optional[Wake]:
     return s.scalar(q)
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A wake just recorded: its id."""
+
+    id: int
+
+
 def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, text: str,
              prompt_tokens: int, dial_source: str, now: dt.datetime, answers: list[int],
-             about_id: Optional[int], seen_id: int) -> Wake:
+             about_id: Optional[int], seen_id: int) -> Recorded:
     """Record a wake and the posts it answers, before its turn starts."""
-    wake = Wake(agent_id=agent_id, mood_id=mood_id, kind=kind, tools=tools, status="pending",
-                created_at=now, text=text, prompt_tokens=prompt_tokens, dial_source=dial_source,
-                about_id=about_id, seen_id=seen_id, host=procs.HOST, error="")
-    s.add(wake)
-    s.flush()
+    conn = s.connection()
+    wake_id = conn.execute(sa.insert(Wake.__table__).values(
+        agent_id=agent_id, mood_id=mood_id, kind=kind, tools=tools, status="pending",
+        created_at=now, text=text, prompt_tokens=prompt_tokens, dial_source=dial_source,
+        about_id=about_id, seen_id=seen_id, host=procs.HOST, error="")).inserted_primary_key[0]
     if answers:
-        s.add_all(WakePost(wake_id=wake.id, post_id=p, agent_id=agent_id) for p in answers)
-        s.execute(sa.delete(Owed).where(Owed.agent_id == agent_id, Owed.post_id.in_(answers)))
-        s.flush()
-    return wake
+        conn.execute(sa.insert(WakePost.__table__),
+                     [dict(wake_id=wake_id, post_id=p, agent_id=agent_id) for p in answers])
+        conn.execute(sa.delete(Owed.__table__).where(Owed.__table__.c.agent_id == agent_id,
+                                                     Owed.__table__.c.post_id.in_(answers)))
+    return Recorded(wake_id)
 
 
 def answers(s: Session, wake_id: int) -> list[int]:
@@ -358,19 +372,26 @@ def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome:
     """Append a decision, or extend the latest one when it is the same again.
 
     Returns True when the decision is new (so a caller logs it once, not each cycle).
+    A decision that woke the agent is always new.
     """
-    q = (sa.select(Decision).where(Decision.agent_id == agent_id, Decision.mood_id == mood_id,
-                                   Decision.kind == kind)
-         .order_by(Decision.id.desc()).limit(1))
-    last = s.scalar(q)
-    if (last is not None and wake_id is None and last.wake_id is None
-            and (last.outcome, last.reason) == (outcome, reason)):
-        last.last_at, last.next_due, last.count = now, next_due, last.count + 1
-        return False
-    s.add(Decision(agent_id=agent_id, mood_id=mood_id, kind=kind, outcome=outcome,
-                   reason=reason, next_due=next_due, wake_id=wake_id, at=now, last_at=now,
-                   count=1))
+    d, conn = Decision.__table__, s.connection()
+    if wake_id is None:
+        last = conn.execute(_LATEST_DECISION, {"a": agent_id, "m": mood_id, "k": kind}).first()
+        if last is not None and last.wake_id is None and (last.outcome, last.reason) == (outcome, reason):
+            conn.execute(sa.update(d).where(d.c.id == last.id).values(
+                last_at=now, next_due=next_due, count=d.c.count + 1))
+            return False
+    conn.execute(sa.insert(d).values(agent_id=agent_id, mood_id=mood_id, kind=kind,
+                                     outcome=outcome, reason=reason, next_due=next_due,
+                                     wake_id=wake_id, at=now, last_at=now, count=1))
     return True
+
+
+_D = Decision.__table__
+_LATEST_DECISION = (sa.select(_D.c.id, _D.c.outcome, _D.c.reason, _D.c.wake_id)
+                    .where(_D.c.agent_id == sa.bindparam("a"), _D.c.mood_id == sa.bindparam("m"),
+                           _D.c.kind == sa.bindparam("k"))
+                    .order_by(_D.c.id.desc()).limit(1))
 
 
 def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, Decision]:
@@ -463,9 +484,13 @@ def newest_signin(s: Session, mood_id: int) -> int:
 
 def last_spoke_id(s: Session, agent_id: int, mood_id: int) -> int:
     """The agent's newest post or silence here (its silences count as having read)."""
-    q = sa.select(sa.func.max(Post.id)).where(Post.sender_id == agent_id, Post.mood_id == mood_id,
-                                              Post.kind.in_(("post", "silent")))
-    return s.scalar(q) or 0
+    return s.connection().execute(_LAST_SPOKE, {"a": agent_id, "m": mood_id}).scalar() or 0
+
+
+_P = Post.__table__
+_LAST_SPOKE = sa.select(sa.func.max(_P.c.id)).where(
+    _P.c.sender_id == sa.bindparam("a"), _P.c.mood_id == sa.bindparam("m"),
+    _P.c.kind.in_(("post", "silent")))
 
 
 def last_said_at(s: Session, who_id: int, mood_id: int) -> Optional[dt.datetime]:
@@ -509,9 +534,10 @@ def senders(s: Session, post_ids: list[int]) -> list[Sender]:
     """The kind and trust of whoever sent each of *post_ids*."""
     if not post_ids:
         return []
-    q = (sa.select(Participant.kind, Participant.trust)
-         .join(Post, Post.sender_id == Participant.id).where(Post.id.in_(post_ids)))
-    return [Sender(r.kind, r.trust) for r in s.execute(q)]
+    who = Participant.__table__
+    q = (sa.select(who.c.kind, who.c.trust).join(_P, _P.c.sender_id == who.c.id)
+         .where(_P.c.id.in_(post_ids)))
+    return [Sender(kind, trust) for kind, trust in s.connection().execute(q)]
 
 
 def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt.datetime,
@@ -548,14 +574,29 @@ def fingerprint(s: Session, l: Listener, now: dt.datetime) -> tuple:
 
     Taken when a wake is decided and again when it is recorded; if they
     differ, something moved in between (a turn settled, another poller woke
-    the agent) and the decision is made afresh.
+    the agent) and the decision is made afresh.  (:func:`poller.evaluate.fingerprint`
+    takes it from a batch's facts; the two must agree.)
     """
-    from poller import law
+    conn = s.connection()
+    owed = tuple(conn.execute(_OWED_HERE, {"a": l.agent_id, "m": l.mood_id}).scalars())
+    here, running, hour = conn.execute(_LOAD, {"a": l.agent_id, "m": l.mood_id,
+                                               "since": now - HOUR}).one()
+    return listener_print(l) + (owed, bool(here), running or 0, hour or 0)
 
-    return listener_print(l) + (
-            tuple(owed_posts(s, l.agent_id, l.mood_id)),
-            in_flight_here(s, l.agent_id, l.mood_id) is not None,
-            running_count(s, l.agent_id), len(wake_times(s, l.agent_id, now - law.HOUR)))
+
+HOUR = dt.timedelta(hours=1)
+_W = Wake.__table__
+_OWED_HERE = (sa.select(Owed.__table__.c.post_id)
+              .where(Owed.__table__.c.agent_id == sa.bindparam("a"),
+                     Owed.__table__.c.mood_id == sa.bindparam("m"))
+              .order_by(Owed.__table__.c.post_id))
+_IN_FLIGHT = _W.c.status.in_(IN_FLIGHT)
+_RECENT = _W.c.created_at > sa.bindparam("since", type_=Wake.created_at.type)
+_LOAD = (sa.select(
+    sa.func.sum(sa.case((sa.and_(_IN_FLIGHT, _W.c.mood_id == sa.bindparam("m")), 1), else_=0)),
+    sa.func.sum(sa.case((_IN_FLIGHT, 1), else_=0)),
+    sa.func.sum(sa.case((_RECENT, 1), else_=0)))
+    .where(_W.c.agent_id == sa.bindparam("a"), sa.or_(_IN_FLIGHT, _RECENT)))
 
 
 def listener_print(l) -> tuple:
@@ -598,5 +639,8 @@ def defer_listener(s: Session, agent_id: int, mood_id: int, until: dt.datetime) 
 
 def agent_active(s: Session, agent_id: int) -> bool:
     """The agent exists and has not been removed."""
-    return s.scalar(sa.select(Agent.participant_id).where(
-        Agent.participant_id == agent_id, Agent.retired_at.is_(None))) is not None
+    return s.connection().execute(_ACTIVE, {"a": agent_id}).first() is not None
+
+
+_ACTIVE = sa.select(_AGENTS.c.participant_id).where(_AGENTS.c.participant_id == sa.bindparam("a"),
+                                                    _AGENTS.c.retired_at.is_(None))

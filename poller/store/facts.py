@@ -16,6 +16,7 @@ locked in id order, so two pollers never weigh one agent's caps at once.
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -41,15 +42,12 @@ class ListenerRow:
     due pair the batch adds what it read about it: the posts owed, who sent them
     (person or agent), and the agent's considers here in the last hour."""
 
-    __slots__ = COLUMNS + ("owed", "sender_kinds", "considers", "_was")
-
     def __init__(self, values: Iterable) -> None:
-        for name, value in zip(COLUMNS, values):
-            setattr(self, name, value)
+        self.__dict__.update(zip(COLUMNS, values))  # thousands a batch: no per-column Python
         self.owed: list[int] = []
         self.sender_kinds: list[str] = []
         self.considers: tuple[dt.datetime, ...] = ()
-        self._was: Optional[tuple] = self.state()
+        self._was: Optional[tuple] = _state(self)
 
     @classmethod
     def fresh(cls, agent_id: int, mood_id: int) -> "ListenerRow":
@@ -60,7 +58,7 @@ class ListenerRow:
         return row
 
     def state(self) -> tuple:
-        return tuple(getattr(self, name) for name in MUTABLE)
+        return _state(self)
 
     def restore(self) -> None:
         """Undo what weighing this pair changed (it raised and is set aside)."""
@@ -69,9 +67,10 @@ class ListenerRow:
 
     @property
     def changed(self) -> bool:
-        return self.state() != self._was
+        return _state(self) != self._was
 
 
+_state = operator.attrgetter(*MUTABLE)  # the columns a cycle may change, as one tuple
 NEW = dict(last_person_id=0, looked_id=0, consider_from_id=0, quiet_backoff=0,
            arrival_signin_id=0, followup_of=0)  # a new listener's columns that are not NULL
 
@@ -102,26 +101,44 @@ def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
 
 
 
-_UPDATE_LISTENER = (sa.update(LISTENERS)
-                    .where(LISTENERS.c.agent_id == sa.bindparam("k_agent"),
-                           LISTENERS.c.mood_id == sa.bindparam("k_mood"))
-                    .values({name: sa.bindparam(name) for name in MUTABLE}))
+def _update(columns: tuple[str, ...]):
+    """UPDATE listeners SET the given columns, for one (agent_id, mood_id)."""
+    stmt = _UPDATES.get(columns)
+    if stmt is None:
+        stmt = _UPDATES[columns] = (
+            sa.update(LISTENERS).where(LISTENERS.c.agent_id == sa.bindparam("k_agent"),
+                                       LISTENERS.c.mood_id == sa.bindparam("k_mood"))
+            .values({name: sa.bindparam(name) for name in columns}))
+    return stmt
+
+
+_UPDATES: dict[tuple[str, ...], object] = {}
 
 
 def save(s: Session, rows: Iterable[ListenerRow]) -> None:
-    """Insert the new listener rows and update the changed ones, an executemany each."""
+    """Insert the new listener rows and update the changed ones, an executemany each.
+
+    The update sets only the columns some row changed: a scan moves a few
+    timers of thousands of listeners, and every column set costs a conversion.
+    """
     s.flush()  # what the session holds goes first (a hold note, a new Mood's rows)
     conn = s.connection()
-    new, changed = [], []
+    new, changed, touched = [], [], set()
     for l in rows:
         if l._was is None:
             new.append({name: getattr(l, name) for name in COLUMNS})
-        elif l.changed:
-            changed.append(dict(zip(MUTABLE, l.state()), k_agent=l.agent_id, k_mood=l.mood_id))
+            continue
+        state = _state(l)
+        if state != l._was:
+            changed.append((l, state))
+            touched.update(i for i, (a, b) in enumerate(zip(state, l._was)) if a != b)
     if new:
         conn.execute(sa.insert(LISTENERS), new)
     if changed:
-        conn.execute(_UPDATE_LISTENER, changed)
+        which = sorted(touched)
+        conn.execute(_update(tuple(MUTABLE[i] for i in which)), [
+            dict({MUTABLE[i]: state[i] for i in which}, k_agent=l.agent_id, k_mood=l.mood_id)
+            for l, state in changed])
     s.expire_all()  # rows this session had loaded may have changed underneath it
 
 
