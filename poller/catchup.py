@@ -61,7 +61,7 @@ class Coster:
     """
 
     MEMO_CHARS = 40  # pieces up to this long are remembered
-    MEMO_ENTRIES = 200_000  # the memo starts over past this (a few MB at most)
+    MEMO_ENTRIES = 50_000  # the memo starts over past this (under 10 MB)
     _memos: dict[str, dict[str, int]] = {}
 
     def __init__(self, counter: Counter):
@@ -224,7 +224,7 @@ class _LineMemo:
     it starts over.
     """
 
-    MAX_CHARS = 4_000_000
+    MAX_CHARS = 2_000_000  # characters of post text and lines kept (a few MB)
 
     def __init__(self) -> None:
         self.units: dict[tuple, Unit] = {}
