@@ -417,6 +417,8 @@ def _cut_off(request: WakeRequest) -> dict | None:
 
 def _quiet_for(request: WakeRequest) -> str:
     times = [p.created_at for p in (*request.history, *request.woke)]
+    if request.session_until is not None:  # a delta wake: the last post may be in the session
+        times.append(request.session_until)
     if not times:
         return "a while"
     return _duration((request.now - max(times)).total_seconds())

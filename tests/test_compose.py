@@ -246,3 +246,9 @@ def test_a_wake_into_a_live_session_points_to_what_the_session_holds():
     assert footer(w.text).endswith("change nothing (no edits, no commands with side effects).\n</mood-wake>\n")
     full = wake(request(session_until=until, tools="full"))
     assert "```settings" in footer(full.text) and "This turn has your full tools" in footer(full.text)
+
+
+def test_a_quiet_look_into_a_session_knows_how_long_it_has_been_quiet():
+    # Nothing new since the session's last wake: the last post is one it holds.
+    w = wake(request("quiet", history=[], session_until=NOW - timedelta(minutes=52)))
+    assert "quiet for about 52 minutes" in w.text and "Earlier posts: in this session" in w.text
