@@ -190,3 +190,19 @@ def test_static_files_are_served_by_the_app(served):
     c = served.client()
     assert "prefers-color-scheme: dark" in c.get("/static/style.css").text
     assert "EventSource" in c.get("/static/mood.js").text
+
+
+def test_agents_replies_silent_dots_and_notices_are_marked(served):
+    served.cli("agent", "add", "helper", "--command", "cat")
+    token = served.person("ada")
+    store = served.store
+    store.add_post("lobby", "helper", "here is the answer", webserver.T0)
+    store.add_post("lobby", "helper", "nothing to add <yet>", webserver.T0, kind="silent")
+    store.add_post("lobby", "helper", "@helper's settings block was refused", webserver.T0,
+                   kind="system")
+    page = signed_in(served, token).get("/m/lobby").text
+    assert re.search(r'<li class="post agent"[^>]*>\s*<div class="meta"><span class="sender">'
+                     r'helper</span> <span class="badge">agent</span>', page)
+    assert 'class="post silent"' in page
+    assert 'title="helper stayed silent: nothing to add &lt;yet&gt;"' in page
+    assert re.search(r'class="post notice system".*settings block was refused', page)

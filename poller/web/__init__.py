@@ -12,7 +12,9 @@ command line, built by :func:`poller.web.app.create_app`:
 - :mod:`poller.web.pages` — the server-rendered pages (``templates/``,
   ``static/``: no build step, nothing from elsewhere);
 - :mod:`poller.web.health` — ``/healthz``, ``/metrics`` and the facts
-  ``mood-poller health`` prints.
+  ``mood-poller health`` prints;
+- :mod:`poller.web.batch` — the group commit of API posts;
+- :mod:`poller.web.serving` — uvicorn over the app, the poller beside it.
 
 Everything the app does to the store goes through the store's verbs, so a
 post made here is validated exactly as ``mood-poller post`` validates it.
