@@ -212,3 +212,14 @@ def test_the_store_reads_further_back_when_a_large_budget_needs_it(chatty_mood):
     assert [p.id for p in large] == sorted(p.id for p in large)
     cu = catchup.build(large, budget=12_000, now=NOW, counter=COUNTER, post_cap=2_000)
     assert 0.95 * 12_000 <= cu.tokens == COUNTER.count(cu.text) <= 12_000
+
+
+def test_posts_left_out_of_the_history_never_shorten_it(chatty_mood):
+    # The posts that woke the agent are left out; some may be older than the history read.
+    from poller.store import gather
+
+    store, mood_id = chatty_mood
+    with store.reading() as s:
+        newest = gather.history(s, mood_id, 0, set())[0][-1]
+        posts, earlier = gather.history(s, mood_id, newest.id - 1, {1, 2, newest.id - 5})
+    assert [p.id for p in posts] == [newest.id] and earlier == 0

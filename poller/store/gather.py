@@ -72,7 +72,8 @@ def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: 
     rows = s.execute(q.limit(limit)).all()
     full = len(rows) == limit
     covered = sum(max(r.tokens, 0) for r in rows) if full else 0
-    while full and len(rows) < HISTORY_POSTS_MAX and (covered < budget or rows[-1].id > keep_from > 0):
+    while (full and len(rows) < HISTORY_POSTS_MAX
+           and (covered < budget or rows[-1].id > keep_from > 0)):
         more = s.execute(q.where(Post.id < rows[-1].id).limit(HISTORY_POSTS)).all()
         rows += more
         covered += sum(max(r.tokens, 0) for r in more)
@@ -83,7 +84,7 @@ def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: 
         cq = sa.select(sa.func.count()).where(Post.mood_id == mood_id, Post.id > after_id,
                                               Post.id < rows[-1].id)
         earlier = s.scalar(cq) or 0
-    return posts[-(len(rows) - len(exclude)):], earlier
+    return posts[-max(HISTORY_POSTS, len(rows) - len(exclude)):], earlier
 
 
 @dataclass(frozen=True)
