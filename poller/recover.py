@@ -27,6 +27,10 @@ RUNNER_MARKERS = ("poller",)  # in the command line of a runner, or of a poller 
 def recover(ctx: Context, now: dt.datetime, ours: set[int]) -> tuple[int, list[int]]:
     """Close dead turns; returns (how many closed, wake ids to start)."""
     closed, start = 0, []
+    stale = now - dt.timedelta(seconds=ctx.cfg.turn_stale)
+    with ctx.store.reading() as s:  # most cycles find nothing: no write lock for that
+        if not anything_to_recover(s, ours, stale, now):
+            return closed, start
     with ctx.store.writing() as s:
         # Locked and skipped when busy: a runner settling its turn right now
         # holds its row, and another poller recovering holds the rest.
@@ -40,13 +44,26 @@ def recover(ctx: Context, now: dt.datetime, ours: set[int]) -> tuple[int, list[i
             elif (w.status == WakeStatus.PENDING and w.runner_pid is None
                   and w.created_at < now - UNSTARTED_GRACE):
                 start.append(w.id)
-        stale = now - dt.timedelta(seconds=ctx.cfg.turn_stale)
         for w in cycle.silent_elsewhere(s, stale):
             end_turn(ctx.counter, s, w, f"its turn was cut off: the machine running it ({w.host}) "
                                 f"stopped answering", now)
             closed += 1
         start += cycle.unstarted_elsewhere(s, now - UNSTARTED_GRACE)
     return closed, start
+
+
+def anything_to_recover(s, ours: set[int], stale: dt.datetime, now: dt.datetime) -> bool:
+    """Whether :func:`recover` would find work: read without locking anything."""
+    for w in cycle.in_flight_here_unlocked(s):
+        if w.id in ours:
+            continue
+        if w.status == WakeStatus.RUNNING and not runner_alive(w.runner_pid, ours):
+            return True
+        if (w.status == WakeStatus.PENDING and w.runner_pid is None
+                and w.created_at < now - UNSTARTED_GRACE):
+            return True
+    return (cycle.any_silent_elsewhere(s, stale)
+            or bool(cycle.unstarted_elsewhere(s, now - UNSTARTED_GRACE)))
 
 
 def runner_alive(pid, ours: set[int] = frozenset()) -> bool:

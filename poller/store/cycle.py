@@ -555,6 +555,31 @@ def in_flight_on_host(s: Session) -> list[Wake]:
         Wake.status.in_(IN_FLIGHT), Wake.host == procs.HOST))))
 
 
+@dataclass(frozen=True)
+class InFlight:
+    """A turn of this machine pending or running, as recovery first looks at it."""
+
+    id: int
+    status: str
+    runner_pid: Optional[int]
+    created_at: dt.datetime
+
+
+def in_flight_here_unlocked(s: Session) -> list[InFlight]:
+    """Turns this machine started or was to start, read without locking them."""
+    w = Wake.__table__
+    q = sa.select(w.c.id, w.c.status, w.c.runner_pid, w.c.created_at).where(
+        w.c.status.in_(IN_FLIGHT), w.c.host == procs.HOST)
+    return [InFlight(*r) for r in s.connection().execute(q)]
+
+
+def any_silent_elsewhere(s: Session, stale: dt.datetime) -> bool:
+    """Is a turn another machine runs silent since *stale*?  Read without locking."""
+    return s.scalar(sa.select(Wake.id).where(
+        Wake.status == WakeStatus.RUNNING, Wake.host != procs.HOST,
+        sa.func.coalesce(Wake.heartbeat_at, Wake.started_at) < stale).limit(1)) is not None
+
+
 def silent_elsewhere(s: Session, stale: dt.datetime) -> list[Wake]:
     """Turns another machine runs whose heartbeat has been silent since *stale*."""
     return list(s.scalars(skip_locked(s, sa.select(Wake).where(
