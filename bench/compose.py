@@ -150,24 +150,6 @@ class Probe:
         sa.event.remove(sa.orm.Session, "after_commit", self._committed)
 
 
-class NoLauncher:
-    """Starts nothing: the recorded wakes stay pending (each is a different agent's)."""
-
-    detaches = False
-
-    def start(self, wake_id, now) -> None:
-        pass
-
-    def running(self) -> set[int]:
-        return set()
-
-    def wait(self, timeout=None) -> bool:
-        return True
-
-    def stop(self) -> None:
-        pass
-
-
 def build(args):
     _, store, cfg = _common.database(args.db)
     posts = 1_000 if args.quick else POSTS
@@ -189,7 +171,7 @@ def mention(store, slug: str, agent: str, at: dt.datetime) -> None:
 
 
 def timed_runs(store, cfg, slug, agents, runs):
-    poller = loop.Poller(store, cfg, launcher=NoLauncher())
+    poller = loop.Poller(store, cfg, launcher=_common.ListLauncher())
     poller.tick(T0)  # the first cycle: listening from now, the 5,000 posts are history
     probe = Probe()
     samples = []
@@ -257,7 +239,7 @@ def fill(store, cfg, slug, agents) -> None:
         return out
 
     compose_mod.compose = keep
-    poller = loop.Poller(store, cfg, launcher=NoLauncher())
+    poller = loop.Poller(store, cfg, launcher=_common.ListLauncher())
     now = T0 + dt.timedelta(hours=2)
     print(f"fill (posts read: {gather.HISTORY_POSTS}, more while their stored tokens do not cover the budget, at most {gather.HISTORY_POSTS_MAX:,}; wake cap {cfg.wake.prompt_cap_chars:,} characters):")
     for budget, agent in zip(FILL_BUDGETS, agents[-len(FILL_BUDGETS):]):
@@ -276,7 +258,7 @@ def fill(store, cfg, slug, agents) -> None:
 def main() -> None:
     args = _common.parser(__doc__).parse_args()
     _common.quiet_logs()
-    print(_common.machine())
+    print(_common.facts())
     store, cfg, slug, agents, runs = build(args)
     with store.reading() as s:
         n = s.scalar(sa.text("select count(*) from posts"))

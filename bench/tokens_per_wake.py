@@ -65,13 +65,12 @@ STRATEGIES = {
 SHIPPED = "(a) + (b)"
 
 
-class InstantLauncher:
+class InstantLauncher(_common.ListLauncher):
     """Settles each turn in-process at once instead of starting a runner; with
     *sessions*, each turn reports the Mood's session as a Claude Code turn does."""
 
-    detaches = False
-
     def __init__(self, store, sessions: bool) -> None:
+        super().__init__()
         self.store = store
         self.sessions = sessions
 
@@ -86,15 +85,6 @@ class InstantLauncher:
         session = f"{claimed.agent.handle}-in-{claimed.mood}" if self.sessions else None
         turns.settle_outcome(self.store, wake_id, wakers.Outcome("replied", reply, session=session),
                              now + dt.timedelta(seconds=5))
-
-    def running(self) -> set[int]:
-        return set()
-
-    def wait(self, timeout=None) -> bool:
-        return True
-
-    def stop(self) -> None:
-        pass
 
 
 def simulate_day(slugs: list[str], seed: int = 11) -> tuple[list[tuple], list[tuple]]:
@@ -195,7 +185,7 @@ def describe(name: str, day: dict, replay: int) -> None:
 def main() -> None:
     args = _common.parser(__doc__).parse_args()
     _common.quiet_logs()
-    print(_common.machine())
+    print(_common.facts())
     moods = 8 if args.quick else MOODS
     slugs = [f"m{i:05d}" for i in range(moods)]
     posts, signins = simulate_day(slugs)
