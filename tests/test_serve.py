@@ -24,6 +24,21 @@ def test_serve_listens_on_loopback_and_stops_on_sigterm(cli, tmp_path):
     assert "Traceback" not in served.log.read_text()
 
 
+def test_sigterm_ends_open_event_streams_instead_of_waiting_them_out(cli, tmp_path):
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada")
+    token = cli("person", "token", "ada").out.strip()
+    served = webserver.serve_process(cli.db_url, tmp_path)
+    c = httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"},
+                     timeout=120)
+    ev = webserver.Events(c, "/api/v1/moods/lobby/events")
+    ev.wait(lambda e: e.of("working"), "the stream to open")
+    assert served.stop(signal.SIGTERM) == 0
+    ev._thread.join(120)
+    assert not ev._thread.is_alive()  # the server ended the stream
+    assert "timeout graceful shutdown exceeded" not in served.log.read_text()
+
+
 def test_serve_json_says_where_it_listens(cli, tmp_path):
     import subprocess
     import sys

@@ -45,6 +45,7 @@ class Feed:
         self.version = 0
         self.touched: dict[int, Optional[set[int]]] = {}  # version -> Mood ids; None: all
         self.streams = 0  # open streams; with none, the feed does not look
+        self.closing = False  # the server is stopping: every stream ends
         self._heads: Optional[access.Heads] = None
         self._cond: Optional[asyncio.Condition] = None
         self._poked: Optional[asyncio.Event] = None
@@ -109,11 +110,18 @@ class Feed:
         self.start()
         async with self._cond:
             try:
-                await asyncio.wait_for(self._cond.wait_for(lambda: self.moved(mood_id, seen)),
-                                       timeout)
+                await asyncio.wait_for(self._cond.wait_for(
+                    lambda: self.closing or self.moved(mood_id, seen)), timeout)
             except asyncio.TimeoutError:
                 pass
         return self.version
+
+    async def close(self) -> None:
+        """End every stream now (the server is shutting down and waits for them)."""
+        self.closing = True
+        if self._cond is not None:
+            async with self._cond:
+                self._cond.notify_all()
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -191,5 +199,7 @@ async def _events(door, slug: str, mood_id: int, post_id: int,
             continue  # more to send at once
         seen = version
         version = await door.feed.wait(mood_id, version, door.options.keepalive)
+        if door.feed.closing:
+            return
         if not door.feed.moved(mood_id, seen):
             yield ": keep-alive\n\n"

@@ -18,10 +18,12 @@ from poller.web.app import Options, create_app
 
 class Server(uvicorn.Server):
     """uvicorn's server, saying where it listens once it does (``--port 0`` picks one):
-    ``announce`` is called with the URL."""
+    ``announce`` is called with the URL.  Stopping, it ends the app's event streams
+    first, so it need not wait them out."""
 
     def __init__(self, config: uvicorn.Config, announce=None):
         super().__init__(config)
+        self.door = getattr(getattr(config.app, "state", None), "door", None)
         self.announce = announce or (lambda url: print(f"serving on {url}", file=sys.stderr,
                                                        flush=True))
 
@@ -32,6 +34,11 @@ class Server(uvicorn.Server):
                 for sock in server.sockets:
                     host, port = sock.getsockname()[:2]
                     self.announce(f"http://{host}:{port}/")
+
+    async def shutdown(self, sockets=None):
+        if self.door is not None:
+            await self.door.feed.close()
+        await super().shutdown(sockets)
 
 
 def listen(host: str, port: int) -> socket.socket:
