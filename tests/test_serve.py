@@ -101,7 +101,7 @@ def test_healthz_is_503_until_a_poller_cycles_and_when_it_goes_stale(served):
     c = served.client()
     r = c.get("/healthz")
     assert r.status_code == 503
-    assert r.json()["database"] == "ok" and r.json()["poller"]["state"] == "never ran"
+    assert r.json()["database"] == "ok" and r.json()["poller"]["state"] == "no cycle recorded"
     access.record_beat(served.store, "here:1:x", T0 - dt.timedelta(seconds=2), 1.0, 0.01)
     r = c.get("/healthz")
     assert r.status_code == 200
@@ -161,7 +161,8 @@ def test_health_command_exit_codes_and_json(cli):
     from poller.store import access
 
     r = cli.fails("health")
-    assert r.code == 1 and "never ran a cycle" in r.out and "NOT OK" in r.out
+    assert r.code == 1 and "no cycle recorded" in r.out and "NOT OK" in r.out
+    assert "no poller has recorded a cycle" in r.err
     store = webserver.store_for(cli.db_url)
     access.record_beat(store, "here:1:x", T0, 1.0, 0.02)
     ok = cli("--now", (T0 + dt.timedelta(seconds=1)).isoformat(), "health", "--json")

@@ -79,7 +79,7 @@ def problem(report: dict) -> str:
     if p is None:
         return f"the database: {report['database']}"
     if p["last_cycle_at"] is None:
-        return "no poller has run a cycle on this database"
+        return "no poller has recorded a cycle on this database"
     return (f"the last cycle was {p['age_seconds']:g} s ago, over {STALE_INTERVALS} intervals of "
             f"{p['interval']:g} s")
 
@@ -89,8 +89,8 @@ def render(report: dict) -> str:
     p = report["poller"]
     if p is not None:
         if p["last_cycle_at"] is None:
-            lines.append("poller:   never ran a cycle here (start `mood-poller run` or "
-                         "`serve --with-poller`)")
+            lines.append("poller:   no cycle recorded here (`serve --with-poller` records "
+                         "each; `run` does not yet)")
         else:
             lines.append(f"poller:   {p['state']}: last cycle {p['age_seconds']:g} s ago at "
                          f"{p['last_cycle_at']} (every {p['interval']:g} s; took "

@@ -27,7 +27,8 @@ def facts(store, now: dt.datetime, dials=None, interval: Optional[float] = None)
         out["database"] = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         return out
     if beat is None:
-        out["poller"] = {"state": "never ran", "last_cycle_at": None, "age_seconds": None}
+        out["poller"] = {"state": "no cycle recorded", "last_cycle_at": None,
+                         "age_seconds": None}
     else:
         every = interval or beat.interval
         age = (now - beat.at).total_seconds()
