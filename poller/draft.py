@@ -92,6 +92,8 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
             who = cycle.signin(s, l.arrival_signin_id)
             about_id = who.participant_id
             arrival = compose.Arrival(who.handle, who.label or who.handle, who.trust)
+    if since:  # its own replies since are in the session already, as it wrote them
+        hist = [p for p in hist if not (p.sender_is_agent and p.sender == agent.handle)]
     tools = force_tools or tools_for(s, kind, owed)
     shown = {p.id for p in woke} | {p.id for p in hist}
     extras = reads.extras(s, agent.id, mood.id, woke, shown, now)

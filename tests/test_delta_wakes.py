@@ -79,6 +79,8 @@ def test_a_session_is_shown_each_post_once_and_a_sessionless_agent_everything(ro
     assert 'reason="consider"' in consider and "who took the last coffee" in consider
     for old in ("first topic", "second topic", "and the tests?"):
         assert old not in consider  # no post twice in one session
+    assert "[claude (agent)" not in consider  # nor its own replies: the session holds them
+    assert "[bot (agent)" in consider  # another agent's reply is news to it
 
     # The command agent keeps no session: its consider carries the Mood lately in full.
     bot = seen_by_bot(tmp_path)
