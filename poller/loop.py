@@ -11,9 +11,10 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
    (an indexed ``due_at``) a batch at a time, claims the batch and reads its
    facts with a few set queries (:mod:`poller.store.facts`), applies the law
    to each kind that is due and records every decision with one executemany;
-4. **compose** (:mod:`poller.draft`): renders a wake with no transaction open;
-5. **commit**: records the wake and the posts it answers in a short write
-   transaction that re-checks the claim;
+4. **compose** (:mod:`poller.draft`): renders the batch's wakes with no
+   transaction open;
+5. **commit**: records them and the posts they answer in one short write
+   transaction that re-checks each claim (a savepoint each);
 6. **launch** (:mod:`poller.launch`): starts the batch's turns once its wakes
    are recorded.
 
@@ -214,25 +215,37 @@ class Poller:
         decided.tell(report)
         for (agent_id, mood_id), exc in decided.bad:
             self._set_aside(agent_id, mood_id, exc, now, report)
+        composed = []
         for draft in decided.drafts:
-            planned = self._record(draft, now, report)
-            if planned is not None:
-                recorded.append(planned)
+            try:
+                composed.append((draft, drafts.compose_text(self.ctx, draft)))  # no transaction
+            except transient_errors():
+                raise
+            except Exception as exc:  # this wake's data broke composing it: set it aside, go on
+                self._set_aside(draft.agent.id, draft.mood.id, exc, now, report)
+        recorded += self._record(composed, now, report)
 
-    def _record(self, draft: drafts.Draft, now: dt.datetime,
-                report: TickReport) -> Optional[Planned]:
-        """Compose a decided wake (no transaction open) and record it; None if it was not."""
-        try:
-            wake = drafts.compose_text(self.ctx, draft)
+    def _record(self, composed: list, now: dt.datetime, report: TickReport) -> list[Planned]:
+        """Record a batch's composed wakes in one write transaction, each in a savepoint
+        (one that breaks is set aside, the others stand); the wakes recorded."""
+        planned, failed = [], []
+        if composed:
             with self._tx() as s:
-                planned = drafts.record(self.ctx, s, draft, wake, now, report)
-        except transient_errors():
-            raise
-        except Exception as exc:  # this wake's data broke composing it: set it aside, go on
+                for draft, wake in composed:
+                    try:
+                        with s.begin_nested():
+                            one = drafts.record(self.ctx, s, draft, wake, now, report)
+                    except transient_errors():
+                        raise
+                    except Exception as exc:
+                        failed.append((draft, exc))
+                        continue
+                    if one is None:
+                        report.abandoned += 1  # changed meanwhile: looked at again next cycle
+                    else:
+                        planned.append(one)
+        for draft, exc in failed:
             self._set_aside(draft.agent.id, draft.mood.id, exc, now, report)
-            return None
-        if planned is None:
-            report.abandoned += 1  # changed meanwhile: looked at again next cycle
         return planned
 
     def _set_aside(self, agent_id: int, mood_id: int, exc: Exception, now: dt.datetime,
