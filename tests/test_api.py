@@ -312,3 +312,70 @@ def test_nothing_secret_in_what_the_api_returns(sqlite_served, tmp_path):
 
         digests = list(session.scalars(sa.select(PersonToken.digest)))
     assert digests == [access.digest(token)] and token not in digests
+
+
+class Documented:
+    """Checks each answer against the schema the OpenAPI document gives for it."""
+
+    def __init__(self, client):
+        self.client = client
+        self.doc = client.get("/api/v1/openapi.json").json()
+        self.seen: set[tuple[str, str]] = set()
+
+    def __call__(self, method: str, template: str, status: int, path: str | None = None,
+                 **kwargs):
+        import jsonschema
+
+        r = self.client.request(method, path or template, **kwargs)
+        assert r.status_code == status, r.text
+        op = self.doc["paths"]["/api/v1" + template.split("?")[0].removeprefix("/api/v1")][
+            method.lower()]
+        assert str(status) in op["responses"], f"{method} {template} answers {status}, undocumented"
+        schema = op["responses"][str(status)]["content"]["application/json"]["schema"]
+        if "$ref" in schema:
+            schema = self.doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+        jsonschema.validate(r.json(), schema)
+        self.seen.add((method, template.split("?")[0]))
+        return r.json()
+
+
+def test_the_document_is_valid_openapi_and_every_answer_matches_it(served, tmp_path):
+    from openapi_spec_validator import validate
+
+    from agents import agent_command
+
+    s = served
+    s.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
+    tick(s, at=-60)
+    check = Documented(s.client(s.person("otto", "full", operator=True)))
+    validate(check.doc)
+    check("GET", "/api/v1/openapi.json", 200)
+    check("GET", "/api/v1/me", 200)
+    check("POST", "/api/v1/moods", 201, json={"slug": "den", "title": "The den"})
+    check("GET", "/api/v1/moods", 200)
+    check("GET", "/api/v1/moods/{slug}", 200, "/api/v1/moods/den")
+    post = check("POST", "/api/v1/moods/{slug}/posts", 201, "/api/v1/moods/lobby/posts",
+                 json={"text": "@helper hello"})
+    check("GET", "/api/v1/moods/{slug}/posts", 200, "/api/v1/moods/lobby/posts?limit=5")
+    check("POST", "/api/v1/moods/{slug}/signins", 201, "/api/v1/moods/lobby/signins", json={})
+    check("PUT", "/api/v1/settings", 200, json={"key": "idle_after", "value": "600",
+                                                "mood": "lobby"})
+    check("GET", "/api/v1/settings", 200, "/api/v1/settings?mood=lobby&agent=helper")
+    tick(s, "--wait")
+    check("GET", "/api/v1/agents", 200)
+    wakes = check("GET", "/api/v1/wakes", 200, "/api/v1/wakes?mood=lobby")
+    assert wakes[0]["answers"] == [post["id"]]
+    check("GET", "/api/v1/wakes/{wake_id}", 200, f"/api/v1/wakes/{wakes[0]['id']}")
+    check("GET", "/api/v1/why", 200, "/api/v1/why?agent=helper&mood=lobby")
+    check("GET", "/api/v1/status", 200)
+    check("POST", "/api/v1/scram", 200)
+    check("DELETE", "/api/v1/scram", 200)
+    # Refusals are documented too, in the error shape.
+    check("GET", "/api/v1/moods/{slug}", 404, "/api/v1/moods/nowhere")
+    check("POST", "/api/v1/moods", 409, json={"slug": "den"})
+    check("POST", "/api/v1/moods/{slug}/posts", 413, "/api/v1/moods/lobby/posts",
+          json={"text": "x" * 70_000})
+    documented = {(m.upper(), p.removeprefix("/api/v1")) for p, ops in check.doc["paths"].items()
+                  for m in ops}
+    answered = {(m, p.removeprefix("/api/v1")) for m, p in check.seen}
+    assert documented - answered == {("GET", "/moods/{slug}/events")}  # the stream: its own tests

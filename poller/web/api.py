@@ -13,7 +13,7 @@ path), so the API refuses what the CLI refuses, with the same words.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from poller import errors, observe, settings, text
@@ -62,7 +62,7 @@ class Route:
     status: int = 200
     errors: tuple[int, ...] = ()
     produces: str = "application/json"
-    tags: tuple[str, ...] = field(default=())
+    returns: Optional[dict] = None  # the JSON schema of a successful answer
 
 
 # -- Moods and posts -------------------------------------------------------------------------
@@ -223,29 +223,73 @@ def _obj(props: dict, required: tuple[str, ...]) -> dict:
 
 
 S = {"type": "string"}
+INT = {"type": "integer"}
+BOOL = {"type": "boolean"}
+TIME = {"type": "string", "format": "date-time"}
+MAYBE_TIME = {"type": ["string", "null"], "format": "date-time"}
+MAYBE_INT = {"type": ["integer", "null"]}
+
+
+def _out(**props) -> dict:
+    """An answer's schema: every property present (nothing more is promised)."""
+    return {"type": "object", "properties": props, "required": list(props)}
+
+
+def _many(item: dict) -> dict:
+    return {"type": "array", "items": item}
+
+
+MOOD = _out(id=INT, slug=S, title=S, archived=BOOL, created_at=TIME)
+POST = _out(id=INT, mood=S, sender=S, sender_kind={"enum": ["person", "agent"]},
+            created_at=TIME, kind={"enum": ["post", "silent", "system", "handoff"]}, text=S,
+            reply_to=MAYBE_INT, tokens=INT)
+WAKE = _out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
+            tools={"enum": ["full", "look"]}, status={"enum": list(names(WakeStatus))},
+            created_at=TIME, started_at=MAYBE_TIME, finished_at=MAYBE_TIME,
+            answers=_many(INT), dial_source=S, prompt_tokens=INT, reply_post_id=MAYBE_INT,
+            error=S)
+WAKE_FULL = {**WAKE, "properties": {**WAKE["properties"], "text": S},
+             "required": WAKE["required"] + ["text"]}
+AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S)
+HELD = _out(mood=S, reason=S)
+AGENT_STATE = _out(handle=S, state={"enum": ["idle", "at work", "holding", "away"]},
+                   at_work=_many(AT_WORK), held=_many(HELD), owed=INT, next_due=MAYBE_TIME,
+                   turns_today=INT, tokens_today=INT)
+SETTINGS = {"type": "object", "additionalProperties": _out(
+    value={"type": ["string", "integer", "number", "null"]}, slot=S, until=MAYBE_TIME)}
+SCRAM = {"type": ["object", "null"], "properties": {"by": {"type": ["string", "null"]},
+                                                     "at": TIME}}
+STATUS = _out(scram=SCRAM, agents=_many({"type": "object"}), in_flight=_many({"type": "object"}),
+              next_due=_many({"type": "object"}), quarantined=_many({"type": "object"}))
+WHY = _out(mood=S, agent=S, scram=SCRAM, hold={"type": ["object", "null"]}, owed=INT,
+           in_flight=MAYBE_INT, decisions={"type": "object"}, timers={"type": "object"},
+           quarantined=_many({"type": "object"}), first_cycle_run=BOOL,
+           mentions_before_first_cycle=INT)
 SLUG = Param("mood", "string", "Only this Mood (its slug).")
 AGENT = Param("agent", "string", "Only this agent (its handle).")
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/me", me, "The person the token belongs to."),
-    Route("GET", "/moods", list_moods, "Every Mood.",
+    Route("GET", "/me", me, "The person the token belongs to.",
+          returns=_out(handle=S, trust={"enum": ["full", "look", "none"]}, operator=BOOL)),
+    Route("GET", "/moods", list_moods, "Every Mood.", returns=_many(MOOD),
           query=(Param("archived", "integer", "1: include archived Moods."),)),
     Route("POST", "/moods", add_mood, "Create a Mood (operators).", need="operator", status=201,
-          body=_obj({"slug": S, "title": S}, ("slug",)), errors=(400, 409)),
-    Route("GET", "/moods/{slug}", show_mood, "One Mood.", errors=(404,)),
+          body=_obj({"slug": S, "title": S}, ("slug",)), errors=(400, 409), returns=MOOD),
+    Route("GET", "/moods/{slug}", show_mood, "One Mood.", errors=(404,), returns=MOOD),
     Route("GET", "/moods/{slug}/posts", list_posts,
           "Posts, oldest first: after after_id the oldest, else the newest (before before_id).",
           query=(Param("after_id", "integer", "Only posts after this id."),
                  Param("before_id", "integer", "Only posts before this id."),
                  Param("limit", "integer", f"How many (1-{MAX_LIMIT}, default 50).")),
-          errors=(400, 404)),
+          errors=(400, 404), returns=_many(POST)),
     Route("POST", "/moods/{slug}/posts", add_post,
           "Post as the token's person (trust look or full), as `mood-poller post` does.",
           need="post", status=201, errors=(400, 404, 413, 429),
-          body=_obj({"text": S, "reply_to": {"type": "integer"}}, ("text",))),
+          body=_obj({"text": S, "reply_to": {"type": "integer"}}, ("text",)), returns=POST),
     Route("POST", "/moods/{slug}/signins", add_signin,
           "Record that the token's person signed in to the Mood (an arrival).", status=201,
-          body=_obj({"label": S}, ()), errors=(400, 404)),
+          body=_obj({"label": S}, ()), errors=(400, 404),
+          returns=_out(id=INT, handle=S, mood=S, label=S, at=TIME)),
     Route("GET", "/moods/{slug}/events", None,
           "Server-Sent Events: post, turn_started, turn_ended, working, holds. Resume with "
           "Last-Event-ID (or ?after=) as sent in each event's id.",
@@ -253,34 +297,38 @@ ROUTES: tuple[Route, ...] = (
           produces="text/event-stream", errors=(404,)),
     Route("GET", "/settings", get_settings,
           "Resolved settings for a Mood and agent, and the slot each came from.",
-          query=(SLUG, AGENT), errors=(404,)),
+          query=(SLUG, AGENT), errors=(404,), returns=SETTINGS),
     Route("PUT", "/settings", set_settings,
           "Set a key (trust full for a Mood's dials; operators for every Mood), validated as "
           "`mood-poller set` validates it.", need="post", errors=(400, 404),
           body=_obj({"key": S, "value": S, "mood": S, "agent": S, "note": S,
-                     "until": {"type": "string", "format": "date-time"}}, ("key", "value"))),
+                     "until": {"type": "string", "format": "date-time"}}, ("key", "value")),
+          returns=_out(key=S, old={}, new={}, slot=S, mood={"type": ["string", "null"]},
+                       agent={"type": ["string", "null"]}, until=MAYBE_TIME)),
     Route("GET", "/agents", list_agents,
           "Agents: idle, at work (since, where), holding or away; holds, next due, turns and "
-          "tokens today."),
+          "tokens today.", returns=_many(AGENT_STATE)),
     Route("GET", "/wakes", list_wakes, "Recent wakes, newest first (operators).", need="operator",
           query=(SLUG, AGENT, Param("kind", "string", "Only this kind.", names(WakeKind)),
                  Param("status", "string", "Only this status.", names(WakeStatus)),
                  Param("since", "time", "Only wakes recorded at or after this time."),
-                 Param("limit", "integer", "How many (default 50).")), errors=(400, 404)),
+                 Param("limit", "integer", "How many (default 50).")), errors=(400, 404),
+          returns=_many(WAKE)),
     Route("GET", "/wakes/{wake_id}", show_wake,
           "One wake in full: the exact text the agent was shown (operators).", need="operator",
-          errors=(404,)),
+          errors=(404,), returns=WAKE_FULL),
     Route("GET", "/why", why, "Why did (or didn't) an agent wake in a Mood (operators).",
           need="operator", query=(Param("mood", "string", "The Mood.", required=True),
                                   Param("agent", "string", "The agent.", required=True)),
-          errors=(400, 404)),
+          errors=(400, 404), returns=WHY),
     Route("GET", "/status", status, "Turns in flight, holds, what is due (operators).",
-          need="operator"),
+          need="operator", returns=STATUS),
     Route("POST", "/scram", set_scram, "Emergency stop: wake nothing, end running turns "
-          "(operators).", need="operator"),
+          "(operators).", need="operator", returns=_out(scram=BOOL, turns_ended=INT)),
     Route("DELETE", "/scram", lift_scram, "Lift the emergency stop (operators).",
-          need="operator"),
-    Route("GET", "/openapi.json", None, "This document.", need=None),
+          need="operator", returns=_out(scram=BOOL, lifted=BOOL)),
+    Route("GET", "/openapi.json", None, "This document.", need=None,
+          returns={"type": "object", "required": ["openapi", "paths"]}),
 )
 
 

@@ -20,8 +20,7 @@ def document(routes, prefix: str) -> dict:
               "parameters": [_path_param(n) for n in re.findall(r"{(\w+)}", r.path)]
               + [_query_param(p) for p in r.query],
               "responses": {str(r.status): {"description": "OK", "content": {
-                  r.produces: {"schema": {"type": "string"} if r.produces != "application/json"
-                               else {}}}}}}
+                  r.produces: {"schema": r.returns or {"type": "string"}}}}}}
         if r.need is None:
             op["security"] = []
         if r.body is not None:
