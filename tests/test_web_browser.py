@@ -72,6 +72,10 @@ def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site
 
     person = Watched(browser.new_context(viewport={"width": 1100, "height": 800}), shots)
     page = person.page
+    page.goto(f"{served.url}/m/lobby")  # not signed in: sent to sign in first
+    page.wait_for_selector("#signin")
+    assert page.url == f"{served.url}/signin?next=/m/lobby"
+    person.shot("signin")
     page.goto(f"{served.url}/signin#token={tokens['ada']}")  # the link `demo --serve` prints
     page.wait_for_url(f"{served.url}/")
     assert "#token" not in page.url and tokens["ada"] not in page.content()
@@ -119,7 +123,7 @@ def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site
 
     assert person.errors == [] and operator.errors == []
     assert {p.name for p in shots.iterdir()} == {
-        "moods.png", "mood.png", "mood-phone.png", "agents.png", "wakes.png", "wake.png",
+        "signin.png", "moods.png", "mood.png", "mood-phone.png", "agents.png", "wakes.png", "wake.png",
         "why.png", "dials.png"}
     keep = os.environ.get("KEEP_SCREENSHOTS")
     if keep:  # a person's look at the pages: KEEP_SCREENSHOTS=DIR
