@@ -197,3 +197,23 @@ def test_demo_serve_leaves_the_page_running_with_a_sign_in_link(tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=120) == 0
+
+
+def test_beyond_loopback_serve_warns_and_secure_cookie_marks_the_cookies(cli, tmp_path):
+    served = webserver.serve_process(cli.db_url, tmp_path, "--host", "0.0.0.0",
+                                     "--secure-cookie")
+    try:
+        assert "beyond this machine: put TLS in front" in served.log.read_text()
+        base = served.url.replace("0.0.0.0", "127.0.0.1")
+        r = httpx.get(base + "/signin")
+        cookie = [h for h in r.headers.get_list("set-cookie") if h.startswith("mp_pre=")]
+        assert cookie and "Secure" in cookie[0] and "HttpOnly" in cookie[0]
+    finally:
+        assert served.stop() == 0
+    plain = webserver.serve_process(cli.db_url, tmp_path)
+    try:
+        assert "beyond this machine" not in plain.log.read_text()
+        r = httpx.get(plain.url + "/signin")
+        assert "Secure" not in r.headers["set-cookie"]
+    finally:
+        assert plain.stop() == 0

@@ -22,12 +22,15 @@ from poller.cli import App, common, pass_app
               help="--with-poller: seconds between cycles (default: poller.interval, 1 s).")
 @click.option("--posts-per-minute", type=click.IntRange(0), default=30, show_default=True,
               help="How many posts one token may make a minute (429 past it; 0: no limit).")
+@click.option("--secure-cookie", is_flag=True,
+              help="Mark the session cookie Secure (serving behind TLS: browsers then send it "
+                   "over HTTPS only).")
 @click.option("--json", "as_json", is_flag=True,
               help="Once listening, print one JSON line on stdout: {\"url\": ...}.")
 @common.now_option
 @pass_app
 def serve(app: App, host: str, port: int, with_poller: bool, interval: float | None,
-          posts_per_minute: int, as_json: bool) -> None:
+          posts_per_minute: int, secure_cookie: bool, as_json: bool) -> None:
     """Serve the JSON API, the event stream and the web pages on HOST:PORT.
 
     People sign in with a token from `mood-poller person token HANDLE`.
@@ -47,8 +50,21 @@ def serve(app: App, host: str, port: int, with_poller: bool, interval: float | N
     announce = None
     if as_json:
         announce = lambda url: click.echo(json.dumps({"url": url, "with_poller": with_poller}))  # noqa: E731
+    if not _loopback(host):
+        click.echo(f"mood-poller: serving on {host}, beyond this machine: put TLS in front "
+                   "(and give --secure-cookie)", err=True)
     serving.run(app.store, app.config, clock, host=host, port=port, with_poller=with_poller,
-                interval=interval, posts_per_minute=posts_per_minute, announce=announce)
+                interval=interval, announce=announce, posts_per_minute=posts_per_minute,
+                secure_cookie=secure_cookie)
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 @click.command()

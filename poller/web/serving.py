@@ -77,11 +77,12 @@ class BeatingPoller(loop.Poller):
 
 
 def build(store, config, clock, dials, *, host: str, port: int, with_poller: bool,
-          interval: float, posts_per_minute: int = 30):
-    """The server, the event that stops the poller, and the poller's thread (or None)."""
+          interval: float, **options):
+    """The server, the event that stops the poller, and the poller's thread (or None);
+    *options* are :class:`poller.web.app.Options`."""
     web = create_app(store, config, clock=clock, dials=dials,
                      options=Options(poller_interval=interval if with_poller else None,
-                                     posts_per_minute=posts_per_minute))
+                                     **options))
     server = Server(uvicorn.Config(web, host=host, port=port, log_level="warning",
                                    access_log=False, lifespan="on",
                                    timeout_graceful_shutdown=5, server_header=False))
@@ -95,7 +96,7 @@ def build(store, config, clock, dials, *, host: str, port: int, with_poller: boo
 
 
 def run(store, config, clock, *, host: str, port: int, with_poller: bool, interval: float,
-        posts_per_minute: int = 30, announce=None) -> None:
+        announce=None, **options) -> None:
     """Serve until SIGTERM or SIGINT; with the poller, its running turns get their grace.
 
     Raises UserError when HOST:PORT cannot be listened on (in use, not this machine's).
@@ -109,8 +110,7 @@ def run(store, config, clock, *, host: str, port: int, with_poller: bool, interv
     except OSError as exc:
         raise errors.UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     server, stop, thread = build(store, config, clock, dials, host=host, port=port,
-                                 with_poller=with_poller, interval=interval,
-                                 posts_per_minute=posts_per_minute)
+                                 with_poller=with_poller, interval=interval, **options)
     if announce is not None:
         server.announce = announce
     for sig in (signal.SIGTERM, signal.SIGINT):
