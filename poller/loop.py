@@ -175,7 +175,7 @@ class Poller:
         while True:
             with self._rx() as s:
                 due = [d for d in cycle.due_listeners(s, now, DUE_BATCH + len(seen))
-                       if d not in seen]
+                       if d not in seen][:DUE_BATCH]  # the seen may have moved on: cap it
             if not due:
                 break
             seen.update(due)

@@ -254,3 +254,25 @@ def test_two_pollers_on_postgresql_never_wake_twice_for_one_mention(pg_server, m
     for p, _ in pollers:
         p.store.engine.dispose()
     store.engine.dispose()
+
+
+def test_every_due_pair_is_decided_once_in_batches_no_larger_than_the_cap(new_store, monkeypatch):
+    store = new_store()
+    mixed_world(store)
+    store.set_setting("listening", "mentions", T0)
+    poller, _ = poller_for(store)
+    poller.tick(t(0))
+    for i in range(6):
+        store.add_post(f"m{i}", "ada", "chatter", t(1))
+    poller.tick(t(2))  # read: every listener arms a consider
+    monkeypatch.setattr(loop, "DUE_BATCH", 5)
+    sizes, real = [], evaluate.evaluate
+
+    def counted(ctx, s, pairs, now):
+        sizes.append(len(pairs))
+        return real(ctx, s, pairs, now)
+
+    monkeypatch.setattr(evaluate, "evaluate", counted)
+    report = poller.tick(t(60))
+    assert report.due == 12 and sorted(sizes) == [2, 5, 5]
+    assert len(report.decisions) == 12  # each pair once: skipped, listening=mentions
