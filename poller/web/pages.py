@@ -23,7 +23,7 @@ from poller import observe, text
 from poller.kinds import WakeKind, WakeStatus, names
 from poller.store import access
 from poller.web import api, auth
-from poller.web.app import guarded
+from poller.web.app import guarded, parse_query
 
 # Starlette parses forms with python-multipart; importing it here fails at start, not at
 # the first form, when it is missing.
@@ -187,8 +187,6 @@ def agents_page(request, door, who, form) -> Response:
 
 def wakes_page(request, door, who, form) -> Response:
     route = next(r for r in api.ROUTES if r.path == "/wakes")
-    from poller.web.app import parse_query
-
     query = parse_query(route, request.query_params)
     rows = api.list_wakes(api.Call(door, who, {}, query, {}, door.clock()))
     return render(request, "wakes.html", wakes=rows, query=query, kinds=names(WakeKind),
