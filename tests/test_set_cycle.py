@@ -132,12 +132,18 @@ def test_a_batch_decides_exactly_what_one_pair_at_a_time_decides(new_store, monk
     assert any(w[2] == "arrival" for w in batched["wakes"])
 
 
-def test_a_repeated_decision_only_moves_its_time_and_count(new_store):
-    store = new_store()
+def mentions_only(store: Store) -> loop.Poller:
+    """The mixed world listening to mentions only, its poller past the first cycle."""
     mixed_world(store)
     store.set_setting("listening", "mentions", T0)
     poller, _ = poller_for(store)
     poller.tick(t(0))
+    return poller
+
+
+def test_a_repeated_decision_only_moves_its_time_and_count(new_store):
+    store = new_store()
+    poller = mentions_only(store)
     for k in range(3):
         store.add_post("m0", "ada", "chatter", t(100 * k + 1))
         poller.tick(t(100 * k + 2))
@@ -258,10 +264,7 @@ def test_two_pollers_on_postgresql_never_wake_twice_for_one_mention(pg_server, m
 
 def test_every_due_pair_is_decided_once_in_batches_no_larger_than_the_cap(new_store, monkeypatch):
     store = new_store()
-    mixed_world(store)
-    store.set_setting("listening", "mentions", T0)
-    poller, _ = poller_for(store)
-    poller.tick(t(0))
+    poller = mentions_only(store)
     for i in range(6):
         store.add_post(f"m{i}", "ada", "chatter", t(1))
     poller.tick(t(2))  # read: every listener arms a consider
