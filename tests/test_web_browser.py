@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 import webserver
-from agents import agent_command, wakes_seen
+from agents import agent_command, open_gate, wakes_seen
 from conftest import unavailable
 from waiting import wait_for
 
@@ -38,7 +38,8 @@ def site(cli, tmp_path):
     cli("mood", "add", "lobby", "--title", "The lobby")
     cli("person", "add", "ada", "--trust", "full")
     cli("person", "add", "otto", "--trust", "full", "--operator")
-    cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
+    gate = tmp_path / "gate"  # the agent stays at work until the test opens it
+    cli("agent", "add", "helper", "--command", agent_command(tmp_path, "gate", str(gate)))
     # Opening the Mood is an arrival; reserved discretion lets the mention be the only wake.
     cli("set", "discretion", "reserved", "--mood", "lobby")
     tokens = {h: cli("person", "token", h).out.strip() for h in ("ada", "otto")}
@@ -47,7 +48,8 @@ def site(cli, tmp_path):
 
     wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
              what="the poller's first cycle")
-    yield served, tokens
+    yield served, tokens, gate
+    open_gate(gate)
     assert served.stop() == 0, served.log.read_text()
 
 
@@ -66,7 +68,7 @@ class Watched:
 
 
 def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site, tmp_path):
-    served, tokens = site
+    served, tokens, gate = site
     shots = tmp_path / "screenshots"
     shots.mkdir()
 
@@ -85,13 +87,19 @@ def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site
     page.evaluate("window.sameDocument = true")  # gone if the page reloads
     page.fill("#text", "hello @helper, <b>what's</b> new?")
     page.click("button:text('Post')")
+    from playwright.sync_api import expect
+
+    # The page's CSP allows no eval, so waits use locators, never JavaScript strings.
+    expect(page.locator("#working")).to_have_text("helper is at work\u2026", timeout=120_000)
+    person.shot("mood-at-work")
+    open_gate(gate)
     reply = page.wait_for_selector(".post.agent .text", timeout=120_000)
-    assert reply.inner_text() == "helper answering mention"
+    assert reply.inner_text() == "done when let go"
     assert page.evaluate("window.sameDocument") is True
     mine = page.locator(".post.person .text").last.inner_text()
     assert mine == "hello @helper, <b>what's</b> new?"  # shown as typed, not as markup
     assert page.locator(".post.agent .badge").first.inner_text().lower() == "agent"
-    page.wait_for_function("document.getElementById('working').textContent === ''")
+    expect(page.locator("#working")).to_have_text("", timeout=120_000)
     person.shot("mood")
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
@@ -123,7 +131,8 @@ def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site
 
     assert person.errors == [] and operator.errors == []
     assert {p.name for p in shots.iterdir()} == {
-        "signin.png", "moods.png", "mood.png", "mood-phone.png", "agents.png", "wakes.png", "wake.png",
+        "signin.png", "moods.png", "mood-at-work.png", "mood.png", "mood-phone.png",
+        "agents.png", "wakes.png", "wake.png",
         "why.png", "dials.png"}
     keep = os.environ.get("KEEP_SCREENSHOTS")
     if keep:  # a person's look at the pages: KEEP_SCREENSHOTS=DIR

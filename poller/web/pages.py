@@ -38,7 +38,7 @@ def _short(value: Optional[dt.datetime | str]) -> str:
         return ""
     if isinstance(value, str):
         value = text.parse_time(value)
-    return value.strftime("%d %b %H:%M")
+    return value.astimezone(dt.timezone.utc).strftime("%d %b %H:%M UTC")
 
 
 ENV.filters["short"] = _short

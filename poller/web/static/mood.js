@@ -19,11 +19,19 @@
     return e;
   }
 
+  function local(iso) {  // the reader's own clock, for every time on the page alike
+    return new Date(iso).toLocaleString([], {day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit"});
+  }
+
   function when(iso) {
-    var t = el("time", "", new Date(iso).toLocaleString([], {day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit"}));
+    var t = el("time", "", local(iso));
     t.setAttribute("datetime", iso);
     return t;
   }
+
+  document.querySelectorAll("#posts time[datetime]").forEach(function (t) {
+    t.textContent = local(t.getAttribute("datetime"));
+  });
 
   function addPost(p) {
     if (document.getElementById("post-" + p.id)) return;
