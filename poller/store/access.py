@@ -86,11 +86,17 @@ def identify(store: Store, token: str) -> Optional[Identity]:
     if not token or len(token) > 200:
         return None
     want = digest(token)
-    with store.reading() as s:
-        row = s.execute(_identity_query().where(PersonToken.digest == want)).first()
+    row = _first(store, _identity_query().where(PersonToken.digest == want))
     if row is None or not hmac.compare_digest(row.digest, want):
         return None
     return _identity(row)
+
+
+def _first(store: Store, query):
+    """The first row of a read on a plain connection: every request asks who it is from,
+    and a connection costs half what an ORM session does."""
+    with store.engine.connect() as conn:
+        return conn.execute(query).first()
 
 
 def _identity_query():
@@ -147,10 +153,9 @@ def session_identity(store: Store, secret: str, now: dt.datetime) -> Optional[Id
     if not secret or len(secret) > 200:
         return None
     want = digest(secret)
-    with store.reading() as s:
-        row = s.execute(_identity_query().add_columns(WebSession.digest.label("session_digest"))
-                        .join(WebSession, WebSession.token_id == PersonToken.id)
-                        .where(WebSession.digest == want, WebSession.expires_at > now)).first()
+    row = _first(store, _identity_query().add_columns(WebSession.digest.label("session_digest"))
+                 .join(WebSession, WebSession.token_id == PersonToken.id)
+                 .where(WebSession.digest == want, WebSession.expires_at > now))
     if row is None or not hmac.compare_digest(row.session_digest, want):
         return None
     return _identity(row)
