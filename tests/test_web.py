@@ -206,3 +206,25 @@ def test_agents_replies_silent_dots_and_notices_are_marked(served):
     assert 'class="post silent"' in page
     assert 'title="helper stayed silent: nothing to add &lt;yet&gt;"' in page
     assert re.search(r'class="post notice system".*settings block was refused', page)
+
+
+def test_earlier_posts_are_a_page_away_and_that_page_is_not_live(served):
+    from poller.web.pages import POSTS_SHOWN
+
+    token = served.person("ada")
+    ids = served.store.add_posts([("lobby", "ada", f"post {n}", webserver.T0)
+                                  for n in range(POSTS_SHOWN + 5)])
+    c = signed_in(served, token)
+    latest = c.get("/m/lobby").text
+    assert f"post {POSTS_SHOWN + 4}" in latest and ">post 4<" not in latest
+    link = re.search(r'href="(/m/lobby\?before=(\d+))" id="earlier"', latest)
+    assert link and int(link.group(2)) == ids[5]
+    earlier = c.get(link.group(1)).text
+    assert ">post 0<" in earlier and ">post 4<" in earlier and ">post 5<" not in earlier
+    assert 'data-static="1"' in earlier and 'id="compose"' not in earlier
+    assert c.get("/m/lobby?before=x").status_code == 400
+    from poller.models import SignIn
+    import sqlalchemy as sa
+
+    with served.store.reading() as s:  # only opening the live page is an arrival
+        assert s.scalar(sa.select(sa.func.count()).select_from(SignIn)) == 1

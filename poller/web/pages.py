@@ -155,15 +155,22 @@ def moods_page(request, door, who, form) -> Response:
 
 
 def mood_page(request, door, who, form) -> Response:
+    """The conversation, live; with ``?before=ID`` an earlier page of it (not live)."""
     slug = request.path_params["slug"]
-    now = door.clock()
+    before = request.query_params.get("before", "")
+    if before and not before.isdigit():
+        raise auth.Refused(400, "bad_request", "before must be a post id")
     mood = door.store.mood(slug)
-    door.store.add_signin(who.handle, slug, now, label="web")  # opening the page is arriving
-    door.posted()
+    if not before:
+        door.store.add_signin(who.handle, slug, door.clock(), label="web")  # arriving
+        door.posted()
     heads = access.heads(door.store)
-    posts = access.posts_page(door.store, slug, limit=POSTS_SHOWN)
+    posts = access.posts_page(door.store, slug, limit=POSTS_SHOWN,
+                              before_id=int(before) if before else None)
+    earlier = posts[0].id if len(posts) == POSTS_SHOWN else None
     return render(request, "mood.html", mood=mood, posts=[p.to_json() for p in posts],
-                  after=f"{posts[-1].id if posts else 0}.{heads.wake_id}")
+                  after=f"{posts[-1].id if posts else 0}.{heads.wake_id}", earlier=earlier,
+                  live=not before)
 
 
 def post_form(request, door, who, form) -> Response:

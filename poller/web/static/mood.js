@@ -81,6 +81,8 @@
     });
   }
 
+  if (root.dataset.static) return;  // an earlier page of the conversation: not live
+
   var source = new EventSource("/api/v1/moods/" + encodeURIComponent(slug) + "/events?after=" + encodeURIComponent(root.dataset.after));
   source.addEventListener("post", function (e) { addPost(JSON.parse(e.data)); });
   source.addEventListener("working", function (e) { showWorking(JSON.parse(e.data)); });
