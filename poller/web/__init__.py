@@ -13,6 +13,8 @@ command line, built by :func:`poller.web.app.create_app`:
   ``static/``: no build step, nothing from elsewhere);
 - :mod:`poller.web.health` — ``/healthz``, ``/metrics`` and the facts
   ``mood-poller health`` prints;
+- :mod:`poller.web.handling` — reading a request's body and query, and
+  turning the library's errors into refusals;
 - :mod:`poller.web.batch` — the group commit of API posts;
 - :mod:`poller.web.serving` — uvicorn over the app, the poller beside it.
 

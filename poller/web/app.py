@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -22,10 +21,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route as StarRoute
 from starlette.staticfiles import StaticFiles
 
-from poller import errors
 from poller.store import access
-from poller.text import parse_time
 from poller.web import api, auth, batch, events, health, openapi
+from poller.web.handling import check_body, guarded, parse_query, read_json
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -145,21 +143,6 @@ def _api_endpoint(door: Door, route: api.Route):
     return endpoint
 
 
-async def guarded(work):
-    """Run *work* off the event loop, the library's errors turned into refusals."""
-    try:
-        return await run_in_threadpool(work)
-    except errors.PollerError as exc:
-        raise api.refusal(exc) from None
-    except Exception as exc:
-        from poller.cli import database_error
-
-        mapped = database_error(exc)
-        if mapped is None:
-            raise
-        raise api.refusal(mapped) from None
-
-
 def _events_endpoint(door: Door):
     async def endpoint(request: Request) -> Response:
         cursor = events.parse_cursor(request.headers.get("last-event-id")
@@ -203,55 +186,6 @@ def _metrics_endpoint(door: Door):
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     return endpoint
-
-
-# -- Input -------------------------------------------------------------------------------------
-
-
-async def read_json(request: Request) -> dict:
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/json":
-        raise auth.Refused(415, "unsupported_media_type", "send the body as application/json")
-    raw = await request.body()
-    try:
-        body = json.loads(raw or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise auth.Refused(400, "bad_json", f"the body is not JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise auth.Refused(400, "bad_json", "the body must be a JSON object")
-    return body
-
-
-def check_body(route: api.Route, body: dict) -> None:
-    known = route.body["properties"]
-    unknown = sorted(set(body) - set(known))
-    if unknown:
-        raise auth.Refused(400, "bad_request", f"unknown field(s): {', '.join(unknown)}")
-
-
-def parse_query(route: api.Route, params) -> dict:
-    out = {}
-    for p in route.query:
-        raw = params.get(p.name)
-        if raw is None or raw == "":
-            if p.required:
-                raise auth.Refused(400, "bad_request", f"the query needs {p.name}")
-            continue
-        if p.kind == "integer":
-            if not raw.isdigit() or len(raw) > 18:
-                raise auth.Refused(400, "bad_request", f"{p.name} must be a whole number")
-            out[p.name] = int(raw)
-        elif p.kind == "time":
-            try:
-                out[p.name] = parse_time(raw, p.name)
-            except errors.UserError as exc:
-                raise auth.Refused(400, "bad_request", str(exc)) from None
-        else:
-            if p.enum and raw not in p.enum:
-                raise auth.Refused(400, "bad_request",
-                                   f"{p.name} must be one of {', '.join(p.enum)}")
-            out[p.name] = raw
-    return out
 
 
 # -- Refusals, headers, body cap --------------------------------------------------------------

@@ -23,7 +23,7 @@ from poller import observe, text
 from poller.kinds import WakeKind, WakeStatus, names
 from poller.store import access
 from poller.web import api, auth
-from poller.web.app import guarded, parse_query
+from poller.web.handling import guarded, parse_query
 
 # Starlette parses forms with python-multipart; importing it here fails at start, not at
 # the first form, when it is missing.
