@@ -122,30 +122,9 @@ class Listener:
 
     def listen_postgresql(self, url: str) -> None:
         """Keep a connection that LISTENs for commits, reconnecting when it drops."""
+        from poller.store import notify
 
-        def serve() -> None:
-            import psycopg
-
-            backoff = 0.5
-            while not self._stop.is_set():
-                try:
-                    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-                        conn.execute(f"LISTEN {CHANNEL}")
-                        backoff = 0.5
-                        BELL.ring()  # anything committed while not listening
-                        while not self._stop.is_set():
-                            for _ in conn.notifies(timeout=1.0):
-                                BELL.ring()
-                except Exception as exc:  # the database restarting, a network blip
-                    if self._stop.is_set():
-                        return
-                    log.warning("not listening for commits (%s); retrying in %gs",
-                                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-                                backoff, extra={"action": "nudge_retry"})
-                    self._stop.wait(backoff)
-                    backoff = min(backoff * 2, 30.0)
-
-        self._start(serve, "nudge-postgresql")
+        self._start(lambda: notify.listen(url, CHANNEL, self._stop, BELL.ring), "nudge-postgresql")
 
     def close(self) -> None:
         self._stop.set()

@@ -1,0 +1,37 @@
+"""PostgreSQL's side of waking the loop: a connection that LISTENs (see poller.nudge)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+log = logging.getLogger("poller.nudge")
+
+
+def listen(url: str, channel: str, stop: threading.Event, ring: Callable[[], None]) -> None:
+    """Call *ring* for every NOTIFY on *channel* until *stop*, reconnecting with backoff.
+
+    Rings once each time the LISTEN is (re)established, for anything committed
+    while nobody was listening.
+    """
+    import psycopg
+
+    backoff = 0.5
+    while not stop.is_set():
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(f"LISTEN {channel}")
+                backoff = 0.5
+                ring()
+                while not stop.is_set():
+                    for _ in conn.notifies(timeout=1.0):
+                        ring()
+        except Exception as exc:  # the database restarting, a network blip
+            if stop.is_set():
+                return
+            log.warning("not listening for commits (%s); retrying in %gs",
+                        str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                        backoff, extra={"action": "nudge_retry"})
+            stop.wait(backoff)
+            backoff = min(backoff * 2, 30.0)
