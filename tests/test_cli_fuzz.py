@@ -3,7 +3,7 @@ and a command that fails leaves the database exactly as it was.
 
 The commands come from walking the click tree of ``poller.cli.cli``, so a new
 command or option is fuzzed without touching this file.  Commands that run the
-loop or start processes are left out (``run``, ``demo``) or given safe
+loop, serve or start processes are left out (``run``, ``demo``, ``serve``) or given safe
 arguments (``tick`` always gets ``--dry-run`` and never ``--wait``;
 ``dials`` never ``--seed-page``).
 """
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from conftest import Cli
 
 EXIT_CODES = {0, 1, 2, 75, 78}
-SKIP = {("run",), ("demo",)}
+SKIP = {("run",), ("demo",), ("serve",)}  # serve listens until a signal (tests/test_serve.py)
 NEVER = {("dials",): {"--seed-page", "--force"}, ("tick",): {"--wait", "--dry-run"}}
 ALWAYS = {("tick",): ["--dry-run"]}
 NOW = "2026-03-02T10:00:00Z"
