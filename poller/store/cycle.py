@@ -268,10 +268,13 @@ def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]
 
 def due_listeners(s: Session, now: dt.datetime, limit: int) -> list[tuple[int, int]]:
     """(agent_id, mood_id) of listeners due by *now*, soonest first."""
-    q = (sa.select(Listener.agent_id, Listener.mood_id)
-         .where(Listener.due_at.is_not(None), Listener.due_at <= now)
-         .order_by(Listener.due_at, Listener.agent_id, Listener.mood_id).limit(limit))
-    return [(r.agent_id, r.mood_id) for r in s.execute(q)]
+    return [tuple(r) for r in s.connection().execute(_DUE, {"now": now, "limit": limit})]
+
+
+_L = Listener.__table__
+_DUE = (sa.select(_L.c.agent_id, _L.c.mood_id)
+        .where(_L.c.due_at.is_not(None), _L.c.due_at <= sa.bindparam("now", type_=_L.c.due_at.type))
+        .order_by(_L.c.due_at, _L.c.agent_id, _L.c.mood_id).limit(sa.bindparam("limit")))
 
 
 def claim_listener(s: Session, agent_id: int, mood_id: int) -> Optional[Listener]:

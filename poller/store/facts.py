@@ -42,11 +42,12 @@ class ListenerRow:
     due pair the batch adds what it read about it: the posts owed, who sent them
     (person or agent), and the agent's considers here in the last hour."""
 
+    owed: list[int] = []  # (set per row only where something is owed: never appended to)
+    sender_kinds: list[str] = []
+    considers: tuple[dt.datetime, ...] = ()
+
     def __init__(self, values: Iterable) -> None:
         self.__dict__.update(zip(COLUMNS, values))  # thousands a batch: no per-column Python
-        self.owed: list[int] = []
-        self.sender_kinds: list[str] = []
-        self.considers: tuple[dt.datetime, ...] = ()
         self._was: Optional[tuple] = _state(self)
 
     @classmethod
@@ -136,9 +137,10 @@ def save(s: Session, rows: Iterable[ListenerRow]) -> None:
         conn.execute(sa.insert(LISTENERS), new)
     if changed:
         which = sorted(touched)
-        conn.execute(_update(tuple(MUTABLE[i] for i in which)), [
-            dict({MUTABLE[i]: state[i] for i in which}, k_agent=l.agent_id, k_mood=l.mood_id)
-            for l, state in changed])
+        names = tuple(MUTABLE[i] for i in which)
+        pick = operator.itemgetter(*which) if len(which) > 1 else lambda state: (state[which[0]],)
+        conn.execute(_update(names), [dict(zip(names, pick(state)), k_agent=l.agent_id,
+                                           k_mood=l.mood_id) for l, state in changed])
     s.expire_all()  # rows this session had loaded may have changed underneath it
 
 
@@ -242,10 +244,14 @@ def _owed(conn, batch: Batch, pairs: list[Pair]) -> None:
     q = (sa.select(o.c.agent_id, o.c.mood_id, o.c.post_id, who.c.kind)
          .join(p, p.c.id == o.c.post_id).join(who, who.c.id == p.c.sender_id)
          .where(sa.tuple_(o.c.agent_id, o.c.mood_id).in_(pairs)).order_by(o.c.post_id))
+    owed: dict[Pair, tuple[list[int], list[str]]] = {}
     for agent_id, mood_id, post_id, kind in conn.execute(q):
-        l = batch.listeners[(agent_id, mood_id)]
-        l.owed.append(post_id)
-        l.sender_kinds.append(kind)
+        posts, kinds = owed.setdefault((agent_id, mood_id), ([], []))
+        posts.append(post_id)
+        kinds.append(kind)
+    for pair, (posts, kinds) in owed.items():
+        l = batch.listeners[pair]
+        l.owed, l.sender_kinds = posts, kinds
 
 
 def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime) -> None:
