@@ -156,7 +156,16 @@ def moods_people_spoke_in(s: Session, since: dt.datetime) -> list[RecentMood]:
 
 
 def max_id(s: Session, column) -> int:
-    return s.scalar(sa.select(sa.func.coalesce(sa.func.max(column), 0))) or 0
+    """The highest value of *column* (an id), 0 for an empty table."""
+    stmt = _MAX.get((column.key, column.class_))
+    if stmt is None:
+        stmt = _MAX[column.key, column.class_] = sa.select(
+            sa.func.coalesce(sa.func.max(column.expression), 0))
+    s.flush()  # as the session's own query would (autoflush): rows it added count
+    return s.connection().execute(stmt).scalar() or 0
+
+
+_MAX: dict = {}  # one statement per column, built once
 
 
 def lift_holds(s: Session, now: dt.datetime) -> None:
