@@ -29,6 +29,7 @@ import datetime as dt
 import logging
 import os
 import threading
+import time
 import uuid
 from typing import Callable, Optional
 
@@ -52,6 +53,9 @@ log = logging.getLogger("poller.loop")
 
 DUE_BATCH = 500
 LEASE_NAME = "poller"
+
+
+BEAT_EVERY_S = 1.0  # a nudged loop cycles more often; its beat is written at most this often
 
 
 class Poller:
@@ -172,12 +176,15 @@ class Poller:
         """Each due listener once, a batch at a time: decide, then compose and record
         the batch's wakes, then start their turns (*start*; None in a dry run)."""
         seen: set[tuple[int, int]] = set()
+        after = None  # the last due listener read: each page starts after it
         while True:
             with self._rx() as s:
-                due = [d for d in cycle.due_listeners(s, now, DUE_BATCH + len(seen))
-                       if d not in seen][:DUE_BATCH]  # the seen may have moved on: cap it
-            if not due:
+                page = cycle.due_listeners(s, now, DUE_BATCH, after)
+            if not page:
                 break
+            after = page[-1]
+            # A pair weighed already and due again (held for a free slot) waits for the next cycle.
+            due = [(a, m) for _, a, m in page if (a, m) not in seen]
             seen.update(due)
             pairs = [d for d in due if d[0] in self.ctx.agents]
             recorded: list[Planned] = []
@@ -200,6 +207,8 @@ class Poller:
         If the database refuses something, the transaction is gone: the pairs
         are weighed again one by one, so only the one that breaks it is set aside.
         """
+        if not pairs:
+            return
         try:
             with self._tx() as s:
                 decided = evaluate.evaluate(self.ctx, s, pairs, now)
@@ -286,9 +295,12 @@ class Poller:
         """
         waiting_logged = False
         listener = self.listen_for_commits()
+        beat_at = 0.0
         try:
             while not stop.is_set():
-                report = self._tick_or_retry(clock())
+                began = time.monotonic()
+                now = clock()
+                report = self._tick_or_retry(now)
                 if report is not None and not report.started:
                     if not waiting_logged:
                         log.info("another poller holds the lease (%s); waiting", report.holder,
@@ -296,20 +308,36 @@ class Poller:
                     waiting_logged = True
                 else:
                     waiting_logged = False
+                    if report is not None and time.monotonic() - beat_at >= BEAT_EVERY_S:
+                        beat_at = time.monotonic()
+                        self._beat(now, interval, beat_at - began)
                 self.reap()
                 if not stop.is_set():
                     nudge.BELL.sleep(interval)
         finally:
             listener.close()
             self.shutdown(clock())
+            self._beat(None, interval, 0.0)
+
+    def _beat(self, now: Optional[dt.datetime], interval: float, took: float) -> None:
+        """Record that this poller cycled at *now* (None: it stopped), for ``/healthz`` and
+        ``health``; a beat that cannot be written only ages."""
+        from poller.store import access
+
+        try:
+            if now is None:
+                access.drop_beat(self.store, self.holder)
+            else:
+                access.record_beat(self.store, self.holder, now, interval, took)
+        except Exception as exc:
+            log.debug("beat not recorded: %s", exc, extra={"action": "beat_failed"})
 
     def listen_for_commits(self) -> nudge.Listener:
         """Have other processes' commits ring this process's bell (see poller.nudge)."""
         listener = nudge.Listener()
         url = self.store.engine.url
         if self.store.dialect == "postgresql":
-            listener.listen_postgresql(
-                url.set(drivername="postgresql").render_as_string(hide_password=False))
+            listener.listen_postgresql(url)
         elif url.database and url.database != ":memory:":
             listener.listen_sqlite(url.database)
         return listener

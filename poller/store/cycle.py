@@ -275,15 +275,23 @@ def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]
     return soonest
 
 
-def due_listeners(s: Session, now: dt.datetime, limit: int) -> list[tuple[int, int]]:
-    """(agent_id, mood_id) of listeners due by *now*, soonest first."""
-    return [tuple(r) for r in s.connection().execute(_DUE, {"now": now, "limit": limit})]
+def due_listeners(s: Session, now: dt.datetime, limit: int,
+                  after: Optional[tuple] = None) -> list[tuple[dt.datetime, int, int]]:
+    """Listeners due by *now*, soonest first, as (due_at, agent_id, mood_id): the first
+    *limit*, or the *limit* that follow *after* (the last of those already read)."""
+    if after is None:
+        return [tuple(r) for r in s.connection().execute(_DUE, {"now": now, "limit": limit})]
+    params = {"now": now, "limit": limit, "d": after[0], "a": after[1], "m": after[2]}
+    return [tuple(r) for r in s.connection().execute(_DUE_AFTER, params)]
 
 
 _L = Listener.__table__
-_DUE = (sa.select(_L.c.agent_id, _L.c.mood_id)
+_DUE_KEY = (_L.c.due_at, _L.c.agent_id, _L.c.mood_id)
+_DUE = (sa.select(*_DUE_KEY)
         .where(_L.c.due_at.is_not(None), _L.c.due_at <= sa.bindparam("now", type_=_L.c.due_at.type))
-        .order_by(_L.c.due_at, _L.c.agent_id, _L.c.mood_id).limit(sa.bindparam("limit")))
+        .order_by(*_DUE_KEY).limit(sa.bindparam("limit")))
+_DUE_AFTER = _DUE.where(sa.tuple_(*_DUE_KEY) > sa.tuple_(
+    sa.bindparam("d", type_=_L.c.due_at.type), sa.bindparam("a"), sa.bindparam("m")))
 
 
 def claim_listener(s: Session, agent_id: int, mood_id: int) -> Optional[Listener]:
