@@ -72,6 +72,16 @@ class ListenerRow:
 
 
 _state = operator.attrgetter(*MUTABLE)  # the columns a cycle may change, as one tuple
+
+
+def _picker(which: list[int]):
+    """A function picking the values at *which* from a state, always as a tuple."""
+    if len(which) == 1:
+        return lambda state: (state[which[0]],)
+    return operator.itemgetter(*which)
+
+
+_UNTOUCHED = _picker(list(range(len(MUTABLE))))
 NEW = dict(last_person_id=0, looked_id=0, consider_from_id=0, quiet_backoff=0,
            arrival_signin_id=0, followup_of=0)  # a new listener's columns that are not NULL
 
@@ -125,6 +135,7 @@ def save(s: Session, rows: Iterable[ListenerRow]) -> None:
     s.flush()  # what the session holds goes first (a hold note, a new Mood's rows)
     conn = s.connection()
     new, changed, touched = [], [], set()
+    rest = _UNTOUCHED  # picks the columns no row has changed yet
     for l in rows:
         if l._was is None:
             new.append({name: getattr(l, name) for name in COLUMNS})
@@ -132,13 +143,16 @@ def save(s: Session, rows: Iterable[ListenerRow]) -> None:
         state = _state(l)
         if state != l._was:
             changed.append((l, state))
-            touched.update(i for i, (a, b) in enumerate(zip(state, l._was)) if a != b)
+            if rest is not None and rest(state) != rest(l._was):  # a column not seen changing
+                touched.update(i for i, (a, b) in enumerate(zip(state, l._was)) if a != b)
+                left = [i for i in range(len(MUTABLE)) if i not in touched]
+                rest = _picker(left) if left else None
     if new:
         conn.execute(sa.insert(LISTENERS), new)
     if changed:
         which = sorted(touched)
         names = tuple(MUTABLE[i] for i in which)
-        pick = operator.itemgetter(*which) if len(which) > 1 else lambda state: (state[which[0]],)
+        pick = _picker(which)
         conn.execute(_update(names), [dict(zip(names, pick(state)), k_agent=l.agent_id,
                                            k_mood=l.mood_id) for l, state in changed])
     s.expire_all()  # rows this session had loaded may have changed underneath it
