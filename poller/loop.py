@@ -51,7 +51,7 @@ def transient_errors() -> tuple[type[Exception], ...]:
 
 log = logging.getLogger("poller.loop")
 
-DUE_BATCH = 500
+DUE_BATCH = 1_000  # pairs claimed and weighed in one transaction: ~0.1 s of SQLite write lock
 LEASE_NAME = "poller"
 
 
