@@ -24,13 +24,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import logging
 import os
 import socket
 import threading
 from typing import Callable, Optional
-
-log = logging.getLogger("poller.nudge")
 
 CHANNEL = "mood_poller"  # the PostgreSQL NOTIFY channel
 
@@ -120,7 +117,7 @@ class Listener:
         self._start(serve, "nudge-sqlite")
         return True
 
-    def listen_postgresql(self, url: str) -> None:
+    def listen_postgresql(self, url) -> None:
         """Keep a connection that LISTENs for commits, reconnecting when it drops."""
         from poller.store import notify
 

@@ -9,24 +9,33 @@ from typing import Callable
 log = logging.getLogger("poller.nudge")
 
 
-def listen(url: str, channel: str, stop: threading.Event, ring: Callable[[], None]) -> None:
+def listen(url, channel: str, stop: threading.Event, ring: Callable[[], None]) -> None:
     """Call *ring* for every NOTIFY on *channel* until *stop*, reconnecting with backoff.
 
+    *url* is the store's (``postgresql+psycopg://``); the connection is the
+    driver's own, outside the store's pool, for as long as the loop runs.
     Rings once each time the LISTEN is (re)established, for anything committed
     while nobody was listening.
     """
-    import psycopg
+    import sqlalchemy as sa
 
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool,
+                              connect_args={"connect_timeout": 10})
     backoff = 0.5
     while not stop.is_set():
         try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            raw = engine.raw_connection()
+            try:
+                conn = raw.driver_connection  # psycopg's, for its notifies()
+                conn.autocommit = True
                 conn.execute(f"LISTEN {channel}")
                 backoff = 0.5
                 ring()
                 while not stop.is_set():
                     for _ in conn.notifies(timeout=1.0):
                         ring()
+            finally:
+                raw.close()
         except Exception as exc:  # the database restarting, a network blip
             if stop.is_set():
                 return
@@ -35,3 +44,4 @@ def listen(url: str, channel: str, stop: threading.Event, ring: Callable[[], Non
                         backoff, extra={"action": "nudge_retry"})
             stop.wait(backoff)
             backoff = min(backoff * 2, 30.0)
+    engine.dispose()

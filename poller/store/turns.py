@@ -92,6 +92,7 @@ def close(s: Session, counter, w: Wake, status: str, why: str, now: dt.datetime,
     without the agent's output (its stderr, an HTTP body), which may hold
     anything.
     """
+    lock_listener(s, w)
     w.status, w.finished_at, w.error = status, now, why
     said = why if public is None else public
     body = f"@{handle_of(s, w.agent_id)}'s turn ended without a reply: {said}."
@@ -147,6 +148,18 @@ def locked_wake(s: Session, wake_id: int) -> Wake:
     return s.scalar(cycle.for_update(s, sa.select(Wake).where(Wake.id == wake_id)))
 
 
+def lock_listener(s: Session, w: Wake) -> None:
+    """Lock the turn's listener row before the turn's posts go in.
+
+    Inserting a post takes the cursor tables' advisory lock (PostgreSQL), and
+    the cycle takes listener rows before it posts a notice; settling and
+    recovery take them in the same order (wake, listener, advisory lock), so
+    a turn ending while a cycle decides its Mood cannot deadlock with it.
+    """
+    s.execute(cycle.for_update(s, sa.select(Listener.agent_id).where(
+        Listener.agent_id == w.agent_id, Listener.mood_id == w.mood_id)))
+
+
 def in_flight(s: Session) -> list[Wake]:
     """Every turn pending or running, anywhere."""
     from poller.kinds import IN_FLIGHT
@@ -166,6 +179,7 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str
         w = locked_wake(s, wake_id)
         if w.status != WakeStatus.RUNNING:
             return w.status  # already closed (an emergency stop got there first)
+        lock_listener(s, w)
         keep_session(s, w, outcome.session, outcome.cost, now)
         if outcome.status != WakeStatus.REPLIED:
             public = getattr(outcome, "public", "") or (

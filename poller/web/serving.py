@@ -1,5 +1,5 @@
 """Running the front door: uvicorn over the app, and (``--with-poller``) the poller
-beside it in a thread, each cycle's time recorded for ``/healthz``."""
+beside it in a thread (its cycles are recorded for ``/healthz`` by ``Poller.run``)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ import signal
 import socket
 import sys
 import threading
-import time
 
 import uvicorn
 
 from poller import loop
-from poller.store import access
 from poller.web.app import Options, create_app
 
 
@@ -55,27 +53,6 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-class BeatingPoller(loop.Poller):
-    """The poller, recording each cycle's time (for ``/healthz`` and ``health``)."""
-
-    interval = 1.0
-
-    def tick(self, now, *, dry_run: bool = False):
-        began = time.perf_counter()
-        report = super().tick(now, dry_run=dry_run)
-        if report.started and not dry_run:
-            access.record_beat(self.store, self.holder, now, self.interval,
-                               time.perf_counter() - began)
-        return report
-
-    def release(self) -> None:
-        super().release()
-        try:
-            access.drop_beat(self.store, self.holder)
-        except Exception:  # the database is gone: the beat only ages
-            pass
-
-
 def build(store, config, clock, dials, *, host: str, port: int, with_poller: bool,
           interval: float, **options):
     """The server, the event that stops the poller, and the poller's thread (or None);
@@ -89,8 +66,7 @@ def build(store, config, clock, dials, *, host: str, port: int, with_poller: boo
     stop = threading.Event()
     thread = None
     if with_poller:
-        poller = BeatingPoller(store, config, dials=dials.current, detach=False)
-        poller.interval = interval
+        poller = loop.Poller(store, config, dials=dials.current, detach=False)  # it beats as it runs
         thread = threading.Thread(target=poller.run, args=(interval, stop, clock), name="poller")
     return server, stop, thread
 
