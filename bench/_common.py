@@ -73,6 +73,22 @@ def database(url: str | None = None) -> tuple[str, Store, config_mod.Config]:
     return url, Store(engine, tokens.counter(cfg.encoding)), cfg
 
 
+def fresh_database(url: str | None = None) -> tuple[str, Store, config_mod.Config]:
+    """As :func:`database`, but a server database given by *url* is emptied first, so a
+    benchmark may run several times against one database."""
+    if url is not None:
+        import sqlalchemy as sa
+
+        from poller import models
+
+        engine = sa.create_engine(url)
+        models.Base.metadata.drop_all(engine)
+        with engine.begin() as c:
+            c.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+        engine.dispose()
+    return database(url)
+
+
 def build_world(store: Store, moods: int, agents: Sequence[str], people: Sequence[str],
                 now: dt.datetime = T0, command: str = "true") -> list[str]:
     """*moods* Moods (m00000...), people with full trust and command agents, in bulk.

@@ -42,21 +42,6 @@ BUSY_MOODS, BUSY_AGENTS, ROUNDS = 1_000, 20, 3
 BUSY_TARGET_MS = 0.3
 
 
-def fresh(url: str | None):
-    """A new database: a temp SQLite file, or the given server database emptied first."""
-    if url is not None:
-        import sqlalchemy as sa
-
-        from poller import models
-
-        engine = sa.create_engine(url)
-        models.Base.metadata.drop_all(engine)
-        with engine.begin() as c:
-            c.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
-        engine.dispose()
-    return _common.database(url)
-
-
 def chatter(slugs: list[str], per_mood: int, start: dt.datetime, people=PEOPLE) -> list[tuple]:
     return [(slug, people[(i + j) % len(people)], _common.CHATTER[(i + j) % 10],
              start + dt.timedelta(milliseconds=j))
@@ -65,7 +50,7 @@ def chatter(slugs: list[str], per_mood: int, start: dt.datetime, people=PEOPLE) 
 
 def idle(url: str | None, moods: int, per_mood: int, ticks: int) -> tuple[float, float]:
     """Median (CPU, wall) seconds of a tick with nothing new and nothing due."""
-    _, store, cfg = fresh(url)
+    _, store, cfg = _common.fresh_database(url)
     slugs = _common.build_world(store, moods, AGENTS, PEOPLE)
     store.set_settings({"considers_per_hour": "0"}, T0)
     poller = loop.Poller(store, cfg, launcher=_common.ListLauncher())
@@ -87,7 +72,7 @@ def idle(url: str | None, moods: int, per_mood: int, ticks: int) -> tuple[float,
 
 def busy(url: str | None, moods: int, agents: int) -> list[tuple[int, float, float]]:
     """(due pairs, CPU s, wall s) of the deciding cycle of each round."""
-    _, store, cfg = fresh(url)
+    _, store, cfg = _common.fresh_database(url)
     handles = [f"bot{i:02d}" for i in range(agents)]
     slugs = _common.build_world(store, moods, handles, PEOPLE)
     store.set_setting("listening", "mentions", T0)

@@ -16,8 +16,10 @@ Figures: posts processed per second of cycle time (target >= 2,000, item 2
 of issue 13), mentions answered per second of cycle time (the old
 "processing >= 1,000" target, which counted mentions), and ingest posts/s
 (target >= 2,000; bulk ingest is item 3).  Wall and CPU time (this process,
-every thread) are both printed; medians of the per-cycle rates are given
-beside the totals.  Run: ``python bench/throughput.py [--quick] [--db URL]``.
+every thread) are both printed, for each run and as the median of the runs
+(``--repeats``, 3 by default, each on a fresh database; ``--db URL`` is
+emptied before each).  Run: ``python bench/throughput.py [--quick] [--db URL]
+[--repeats N]``.
 """
 
 from __future__ import annotations
@@ -60,56 +62,75 @@ def answered(store) -> int:
         return s.scalar(sa.select(sa.func.count()).select_from(models.WakePost)) or 0
 
 
-def main() -> None:
-    args = _common.parser(__doc__).parse_args()
-    _common.quiet_logs()
-    print(_common.facts())
-    posts, moods = (5_000, 100) if args.quick else (POSTS, MOODS)
-    url, store, cfg = _common.database(args.db)
-    print(f"database: {store.dialect}; {posts:,} posts, {moods:,} Moods, {len(AGENTS)} agents, "
-          f"{len(PEOPLE)} people")
+def once(db: str | None, posts: int, moods: int) -> dict:
+    """One run on a fresh database: ingest in slices, a real cycle after each slice."""
+    url, store, cfg = _common.fresh_database(db)
     slugs = _common.build_world(store, moods, AGENTS, PEOPLE)
     store.set_settings({"parallel_turns": "64", "max_wakes_per_hour": "600",
                         "considers_per_hour": "0", "cooldown": "0"}, T0)
     launcher = _common.ListLauncher()
     poller = loop.Poller(store, cfg, launcher=launcher)
     poller.tick(T0)  # first run: cursors at 0, before any post
-
     items = make_posts(posts, slugs, T0 + dt.timedelta(seconds=1))
-    mentions = sum(1 for it in items if it[2].startswith("@"))
-    wall = cpu = ingest_wall = ingest_cpu = 0.0
-    per_cycle, due = [], 0
+    out = dict(wall=0.0, cpu=0.0, ingest_wall=0.0, ingest_cpu=0.0, due=0, wakes=0, cycles=0,
+               mentions=sum(1 for it in items if it[2].startswith("@")))
     for k in range(0, posts, SLICE):
         with _common.Timed() as ti:
             _common.ingest(store, items[k:k + SLICE], batch=2_000)
-        ingest_wall, ingest_cpu = ingest_wall + ti.wall, ingest_cpu + ti.cpu
+        out["ingest_wall"] += ti.wall
+        out["ingest_cpu"] += ti.cpu
         now = items[min(k + SLICE, posts) - 1][3] + dt.timedelta(seconds=1)
         launcher.started.clear()
         with _common.Timed() as t:
             report = poller.tick(now)
         assert report.started and report.quarantined == 0, report
-        wall, cpu = wall + t.wall, cpu + t.cpu
-        due += report.due
-        per_cycle.append((report.posts_read / t.cpu, t.wall, t.cpu, len(report.wakes), report.due))
+        out["wall"] += t.wall
+        out["cpu"] += t.cpu
+        out["due"] += report.due
+        out["wakes"] += len(report.wakes)
+        out["cycles"] += 1
         _common.settle(store, launcher.started, now)  # the agents answer between cycles
     poller.release()
-    done = answered(store)
-    rate = posts / ingest_wall
-    print(f"ingest: {posts:,} posts in {ingest_wall:.2f} s wall, {ingest_cpu:.2f} s CPU = "
-          f"{rate:,.0f} posts/s (target >= {INGEST_TARGET:,}: {verdict(rate, INGEST_TARGET)})")
-    print(f"processing: {posts:,} posts in {len(per_cycle)} committing cycles: {wall:.2f} s wall, "
-          f"{cpu:.2f} s CPU")
-    print(f"  posts/s: {posts / wall:,.0f} by wall, {posts / cpu:,.0f} by CPU; median cycle "
-          f"{_common.median(r for r, *_ in per_cycle):,.0f} by CPU "
-          f"(target >= {POSTS_TARGET:,}: {verdict(posts / cpu, POSTS_TARGET)} by CPU, "
-          f"{verdict(posts / wall, POSTS_TARGET)} by wall)")
-    print(f"  mentions/s: {done:,} of {mentions:,} mentions answered, {done / wall:,.0f} by wall, "
-          f"{done / cpu:,.0f} by CPU (target >= {MENTIONS_TARGET:,}: {verdict(done / cpu, MENTIONS_TARGET)})")
-    wakes = sum(w for *_, w, _ in per_cycle)
-    print(f"  wakes recorded: {wakes:,}; (agent, Mood) pairs decided: {due:,}; median cycle "
-          f"{_common.median(c for _, _, c, *_ in per_cycle) * 1000:.0f} ms CPU, "
-          f"{_common.median(w for _, w, *_ in per_cycle) * 1000:.0f} ms wall; {_common.load()}")
+    out["answered"] = answered(store)
     store.engine.dispose()
+    return out
+
+
+def main() -> None:
+    p = _common.parser(__doc__)
+    p.add_argument("--repeats", type=int, default=3, help="Runs, each on a fresh database.")
+    args = p.parse_args()
+    _common.quiet_logs()
+    print(_common.facts())
+    posts, moods = (5_000, 100) if args.quick else (POSTS, MOODS)
+    print(f"database: {args.db.split('://')[0] if args.db else 'sqlite'}; {posts:,} posts, "
+          f"{moods:,} Moods, {len(AGENTS)} agents, {len(PEOPLE)} people; {args.repeats} runs")
+    runs = []
+    for k in range(args.repeats):
+        r = once(args.db, posts, moods)
+        runs.append(r)
+        print(f"run {k + 1}: ingest {posts / r['ingest_wall']:,.0f} posts/s; processing "
+              f"{r['cycles']} cycles {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU = "
+              f"{posts / r['cpu']:,.0f} posts/s and {r['answered'] / r['cpu']:,.0f} mentions/s "
+              f"by CPU; {r['answered']:,} of {r['mentions']:,} mentions answered, "
+              f"{r['wakes']:,} wakes, {r['due']:,} pairs decided; {_common.load()}")
+
+    def med(key: str) -> float:
+        return _common.median(r[key] for r in runs)
+
+    ingest = _common.median(posts / r["ingest_wall"] for r in runs)
+    print(f"ingest: median {ingest:,.0f} posts/s by wall, "
+          f"{_common.median(posts / r['ingest_cpu'] for r in runs):,.0f} by CPU "
+          f"(target >= {INGEST_TARGET:,}: {verdict(ingest, INGEST_TARGET)})")
+    by_cpu = _common.median(posts / r["cpu"] for r in runs)
+    by_wall = _common.median(posts / r["wall"] for r in runs)
+    print(f"processing: median {by_cpu:,.0f} posts/s by CPU ({med('cpu'):.2f} s), {by_wall:,.0f} "
+          f"by wall ({med('wall'):.2f} s) (target >= {POSTS_TARGET:,}: {verdict(by_cpu, POSTS_TARGET)} "
+          f"by CPU, {verdict(by_wall, POSTS_TARGET)} by wall)")
+    m_cpu = _common.median(r["answered"] / r["cpu"] for r in runs)
+    print(f"mentions: median {m_cpu:,.0f} answered/s by CPU, "
+          f"{_common.median(r['answered'] / r['wall'] for r in runs):,.0f} by wall "
+          f"(target >= {MENTIONS_TARGET:,}: {verdict(m_cpu, MENTIONS_TARGET)})")
 
 
 if __name__ == "__main__":
