@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller.kinds import IN_FLIGHT, WakeKind
-from poller.models import Agent, Decision, Listener, Mood, Owed, Participant, Post, Wake
+from poller.models import (Agent, Decision, Listener, Mood, Owed, Participant, Post,
+                           UTCDateTime, Wake)
 from poller.values import MoodInfo
 
 HOUR = dt.timedelta(hours=1)
@@ -112,18 +113,38 @@ def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
 
 
 
-def _update(columns: tuple[str, ...]):
-    """UPDATE listeners SET the given columns, for one (agent_id, mood_id)."""
-    stmt = _UPDATES.get(columns)
-    if stmt is None:
-        stmt = _UPDATES[columns] = (
-            sa.update(LISTENERS).where(LISTENERS.c.agent_id == sa.bindparam("k_agent"),
-                                       LISTENERS.c.mood_id == sa.bindparam("k_mood"))
-            .values({name: sa.bindparam(name) for name in columns}))
-    return stmt
+def _update(dialect, columns: tuple[str, ...]) -> tuple[str, tuple]:
+    """UPDATE listeners SET *columns* for one (agent_id, mood_id), as the driver's own SQL,
+    with a converter for each parameter (see :func:`_to_driver`)."""
+    key = (dialect.name, columns)
+    made = _UPDATES.get(key)
+    if made is None:
+        mark = "?" if dialect.paramstyle == "qmark" else "%s"
+        sql = (f"UPDATE {LISTENERS.name} SET " + ", ".join(f"{c} = {mark}" for c in columns)
+               + f" WHERE agent_id = {mark} AND mood_id = {mark}")
+        made = _UPDATES[key] = (sql, tuple(_to_driver(dialect) if c in _TIMES else None
+                                           for c in columns))
+    return made
 
 
-_UPDATES: dict[tuple[str, ...], object] = {}
+_UPDATES: dict[tuple, tuple[str, tuple]] = {}
+_TIMES = {c.name for c in LISTENERS.columns if isinstance(c.type, UTCDateTime)}
+UTC = dt.timezone.utc
+
+
+def _to_driver(dialect):
+    """An aware time as the column stores it, the conversion ``UTCDateTime`` and the
+    dialect make, done here once per value: thousands of listeners are written a batch,
+    and SQLAlchemy's per-row parameter processing was most of the cost."""
+    if dialect.name == "sqlite":  # SQLAlchemy's SQLite DATETIME storage format, exactly
+        def sqlite(v):
+            if v is None:
+                return None
+            u = v.astimezone(UTC)
+            return "%04d-%02d-%02d %02d:%02d:%02d.%06d" % (
+                u.year, u.month, u.day, u.hour, u.minute, u.second, u.microsecond)
+        return sqlite
+    return lambda v: None if v is None else v.astimezone(UTC).replace(tzinfo=None)
 
 
 def save(s: Session, rows: Iterable[ListenerRow]) -> None:
@@ -151,10 +172,11 @@ def save(s: Session, rows: Iterable[ListenerRow]) -> None:
         conn.execute(sa.insert(LISTENERS), new)
     if changed:
         which = sorted(touched)
-        names = tuple(MUTABLE[i] for i in which)
+        sql, convert = _update(conn.dialect, tuple(MUTABLE[i] for i in which))
         pick = _picker(which)
-        conn.execute(_update(names), [dict(zip(names, pick(state)), k_agent=l.agent_id,
-                                           k_mood=l.mood_id) for l, state in changed])
+        conn.exec_driver_sql(sql, [
+            tuple(f(v) if f else v for f, v in zip(convert, pick(state))) + (l.agent_id, l.mood_id)
+            for l, state in changed])
     s.expire_all()  # rows this session had loaded may have changed underneath it
 
 
