@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from poller import config as config_mod, evaluate, loop, models, tokens, wakers
-from poller.store import Store, db, turns
+from poller.store import Store, db, facts, turns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from _common import ListLauncher  # noqa: E402  (a launcher that only notes the turns started)
@@ -279,3 +279,43 @@ def test_every_due_pair_is_decided_once_in_batches_no_larger_than_the_cap(new_st
     report = poller.tick(t(60))
     assert report.due == 12 and sorted(sizes) == [2, 5, 5]
     assert len(report.decisions) == 12  # each pair once: skipped, listening=mentions
+
+
+def test_listener_times_written_to_the_driver_are_stored_as_sqlalchemy_stores_them(new_store):
+    """The listeners' executemany bypasses SQLAlchemy's conversion: a time written that
+    way must compare and read back exactly as one SQLAlchemy wrote."""
+    store = new_store()
+    mixed_world(store)
+    poller, _ = poller_for(store)
+    poller.tick(t(0))
+    odd = dt.datetime(2026, 11, 30, 13, 0, 0, 5, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    with store.writing() as s:
+        facts.save(s, facts.listeners(s, {(3, 1), (4, 1)}).values())  # new: inserted
+    with store.writing() as s:
+        rows = facts.listeners(s, {(3, 1), (4, 1)})
+        rows[(3, 1)].due_at, rows[(4, 1)].due_at = odd, t(7)  # updated through the driver
+        rows[(3, 1)].quiet_due_at = t(9)
+        facts.save(s, rows.values())
+    with store.reading() as s:
+        got = {(l.agent_id, l.mood_id): (l.due_at, l.quiet_due_at)
+               for l in s.scalars(sa.select(models.Listener))}
+        due = s.scalars(sa.select(models.Listener.agent_id).where(
+            models.Listener.due_at <= t(0) + dt.timedelta(microseconds=5))).all()
+    assert got[(3, 1)] == (t(0) + dt.timedelta(microseconds=5), t(9))
+    assert got[(4, 1)] == (t(7), None)
+    assert due == [3]
+
+
+def test_settings_are_resolved_once_for_all_pairs_the_same_rows_apply_to():
+    from poller import settings as settings_mod
+    from poller.store.cycle import SettingsCache
+
+    cache = SettingsCache()
+    rows = [settings_mod.Row(1, None, None, "listening", "mentions"),
+            settings_mod.Row(2, 7, 3, "listening", "off", t(60))]
+    cache._rows, cache._max = rows, 2
+    cache._slots = {(None, None): [rows[0]], (7, 3): [rows[1]]}
+    a, b = cache.values(1, 3, t(0)), cache.values(2, 4, t(0))
+    assert a is b and a["listening"] == "mentions"  # one result shared, not one a pair
+    assert cache.values(7, 3, t(0))["listening"] == "off"
+    assert cache.values(7, 3, t(61))["listening"] == "mentions"  # the until lapsed
