@@ -70,6 +70,7 @@ class Poller:
         self.ctx = Context(store, config,
                            summarizer=summarize.from_config(config.summarizer, store.counter))
         self._dry = None  # the one rolled-back transaction of a dry run
+        self.clock: Optional[Callable[[], dt.datetime]] = None  # run's clock, once it runs
 
     @property
     def settings(self):
@@ -152,7 +153,7 @@ class Poller:
         if scram:
             report.scram = True
             return
-        self._evaluate_due(now, report, self.launcher.start if launch_turns else None)
+        self._evaluate_due(now, report, self._start if launch_turns else None)
 
     def _drain(self, cursor: str, step, now: dt.datetime) -> int:
         """Run a scan step in short transactions until the backlog is read.
@@ -273,8 +274,13 @@ class Poller:
     def _recover(self, now: dt.datetime) -> int:
         closed, start = recover.recover(self.ctx, now, self.launcher.running())
         for wake_id in start:
-            self.launcher.start(wake_id, now)
+            self._start(wake_id, now)
         return closed
+
+    def _start(self, wake_id: int, now: dt.datetime) -> None:
+        """Start a turn on the poller's clock as it reads now, not as it read when the
+        cycle began (a turn stamped with the cycle's start would seem to begin early)."""
+        self.launcher.start(wake_id, self.clock() if self.clock is not None else now)
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -294,6 +300,7 @@ class Poller:
         Whoever sets *stop* rings :data:`poller.nudge.BELL` so the sleep ends.
         """
         waiting_logged = False
+        self.clock = clock
         listener = self.listen_for_commits()
         beat_at = 0.0
         try:
