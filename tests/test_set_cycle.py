@@ -110,6 +110,9 @@ def run_mixed(store: Store, batch: int, monkeypatch) -> tuple[dict, list]:
     for k, now in enumerate((t(4), t(20), t(40), t(4000))):
         launcher.started.clear()
         report = poller.tick(now)
+        # The batch's fingerprint of each wake (poller.evaluate) is the one read back when
+        # it is recorded (cycle.fingerprint): none is dropped as changed meanwhile.
+        assert report.abandoned == 0 and report.quarantined == 0
         reports.append(sorted(report.decisions))
         for wake_id in launcher.started[: 1 + k % 2]:  # some turns end, some are still running
             turns.claim(store, wake_id, now, 1)

@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 
 from poller import settings
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
-from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood,
-                           Owed, Participant, Post, Setting, SignIn, Wake, WakePost)
+from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Owed,
+                           Participant, Post, Setting, SignIn, Wake, WakePost)
 from poller import procs
 from poller.procs import pid_alive
-from poller.values import AgentInfo, MoodInfo
+from poller.values import AgentInfo
 
 
 
@@ -332,21 +332,6 @@ def in_flight_here(s: Session, agent_id: int, mood_id: int) -> Optional[Wake]:
     return s.scalar(q)
 
 
-def running_count(s: Session, agent_id: int) -> int:
-    q = sa.select(sa.func.count()).where(Wake.agent_id == agent_id, Wake.status.in_(IN_FLIGHT))
-    return s.scalar(q) or 0
-
-
-def wake_times(s: Session, agent_id: int, since: dt.datetime, mood_id: Optional[int] = None,
-               kind: Optional[str] = None) -> tuple[dt.datetime, ...]:
-    q = sa.select(Wake.created_at).where(Wake.agent_id == agent_id, Wake.created_at > since)
-    if mood_id is not None:
-        q = q.where(Wake.mood_id == mood_id)
-    if kind is not None:
-        q = q.where(Wake.kind == kind)
-    return tuple(s.scalars(q))
-
-
 def last_finished(s: Session, agent_id: int, mood_id: int) -> Optional[Wake]:
     q = (sa.select(Wake).where(Wake.agent_id == agent_id, Wake.mood_id == mood_id,
                                Wake.status.in_(FINISHED))
@@ -535,10 +520,6 @@ def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int, limit: int) 
                     Participant.kind == "agent", Post.kind == "post")
              .order_by(Post.id.desc()).limit(limit).subquery())
     return s.scalar(sa.select(sa.func.count()).select_from(inner)) or 0
-
-
-def mood(s: Session, mood_id: int) -> MoodInfo:
-    return MoodInfo.from_row(s.get(Mood, mood_id))
 
 
 # -- What a mention is made of ------------------------------------------------------------
