@@ -237,7 +237,7 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
     """Claim the pairs still due and read their facts; pairs another poller holds are left out."""
     s.flush()  # what this session has pending (a dry run's scan) is read back below
     conn = s.connection()
-    listeners = _claim_listeners(s, conn, pairs, now)
+    listeners = _claim_listeners(conn, pairs, now)
     claimed = list(listeners)
     agents = sorted({a for a, _ in claimed})
     if agents and conn.dialect.name == "postgresql":
@@ -251,7 +251,7 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
     return batch
 
 
-def _claim_listeners(s: Session, conn, pairs: list[Pair], now: dt.datetime) -> dict[Pair, ListenerRow]:
+def _claim_listeners(conn, pairs: list[Pair], now: dt.datetime) -> dict[Pair, ListenerRow]:
     if not pairs:
         return {}
     q = (sa.select(*(LISTENERS.c[name] for name in COLUMNS))
