@@ -233,11 +233,11 @@ def test_two_pollers_on_postgresql_answer_every_mention_exactly_once(pg_url, tmp
     assert dict(statuses) == {"replied": dict(statuses)["replied"]}
     assert overlaps == 0  # never two turns at once for one (agent, Mood)
     logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
-    # Both took part: each decided pairs (a wake, or a hold because the other had
-    # the agent busy).  Which one a commit's NOTIFY reaches first is the database's
-    # choice, so one may win every race and start every turn.
-    assert all(re.search(r"(started \(in process\)|started \(runner pid|: mention (woke|held))", l)
-               for l in logs), "both pollers should have decided pairs"
+    # Both ran throughout, contending for the same pairs.  Which one claims a pair
+    # first is a race (a commit's NOTIFY reaches both; the loser skips the locked
+    # rows), so on a busy machine one may win every time and start every turn.
+    assert all(l.count("running every") == 1 and "Traceback" not in l for l in logs)
+    assert any(re.search(r"started \(in process\)|started \(runner pid", l) for l in logs)
     engine.dispose()
 
 
