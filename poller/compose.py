@@ -72,6 +72,7 @@ class Arrival(NamedTuple):
     handle: str
     label: str  # how the person is shown, e.g. their display name
     tier: str = ""  # full | look | none
+    last_spoke: datetime | None = None  # their newest post in this Mood; None: never
 
 
 class AlsoAsked(NamedTuple):
@@ -357,7 +358,8 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "cut_off": _cut_off(request),
         "handed": _handed(request.handed, cap * HANDED_SHARE * scale),
         "refusals": [lines.one_line(r, 500) for r in request.refusals][:MAX_REFUSALS_SHOWN],
-        "arrival": Arrival(*map(field_, request.arrival)) if request.arrival else None,
+        "arrival": Arrival(*map(field_, request.arrival[:3])) if request.arrival else None,
+        "last_spoke": _last_spoke(request),
         "quiet_for": _quiet_for(request),
         "ask": lines.one_line(request.dials.consider_ask(request.discretion), 2_000),
         "verbosity_line": lines.one_line(request.dials.verbosity_line(request.verbosity), 2_000)
@@ -415,6 +417,14 @@ def _cut_off(request: WakeRequest) -> dict | None:
             "why": lines.one_line(why, 500)}
 
 
+def _last_spoke(request: WakeRequest) -> str:
+    """When the arriving person last spoke here, in words; "" when they never did."""
+    if request.arrival is None or Arrival._make(request.arrival).last_spoke is None:
+        return ""
+    ago = (request.now - Arrival._make(request.arrival).last_spoke).total_seconds()
+    return _duration(ago) + " ago"
+
+
 def _quiet_for(request: WakeRequest) -> str:
     times = [p.created_at for p in (*request.history, *request.woke)]
     if request.session_until is not None:  # a delta wake: the last post may be in the session
@@ -470,6 +480,7 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "handed": [Handed("«from-mood»", "«agent»", "«about»", lines.INDENT + "«the handed context»")],
         "refusals": ["«what was refused, and why»"],
         "arrival": Arrival("«handle»", "«name»", "«trust tier»"),
+        "last_spoke": "«about N days ago; left out: first time here»",
         "quiet_for": "«how long»",
         "ask": "«the discretion dial's wording for this Mood's level»",
         "verbosity_line": "«the verbosity dial's wording; only when the dial is not normal»",

@@ -91,7 +91,8 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
         elif kind == WakeKind.ARRIVAL:
             who = cycle.signin(s, l.arrival_signin_id)
             about_id = who.participant_id
-            arrival = compose.Arrival(who.handle, who.label or who.handle, who.trust)
+            arrival = compose.Arrival(who.handle, who.label or who.handle, who.trust,
+                                      cycle.last_said_at(s, who.participant_id, mood.id))
     if since:  # its own replies since are in the session already, as it wrote them
         hist = [p for p in hist if not (p.sender_is_agent and p.sender == agent.handle)]
     tools = force_tools or tools_for(s, kind, owed)
