@@ -10,6 +10,12 @@ decision to wake stops the weighing of that pair and yields a
 to compose and record (:mod:`poller.draft`).  A pair whose weighing raises
 is left out (its listener as it was) and returned to be set aside; the rest
 of the batch goes on.
+
+One floor per Mood: where several agents are due in one Mood, their pairs are
+weighed in :func:`poller.law.initiative` order, and the first to be woken
+unasked (a consider, quiet look or arrival) takes the floor; the law defers
+the others' unprompted kinds (``deferred:floor-taken-by-<agent>``), and so
+while that turn is in flight.  Its reply (or silence) makes them due again.
 """
 
 from __future__ import annotations
@@ -75,7 +81,7 @@ def evaluate(ctx: Context, s, pairs: list[tuple[int, int]], now: dt.datetime) ->
     """
     batch = facts.claim(s, pairs, now)
     out = Decided()
-    for pair in pairs:
+    for pair in by_initiative(ctx, batch, pairs, now):
         l = batch.listeners.get(pair)
         if l is None:
             continue  # another poller took it, or it is no longer due
@@ -111,13 +117,16 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     for kind in due_kinds(l, owed, now):
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until)
         if decision is None:
-            base = base or base_facts(ctx, load, l, mood, resolved, values, now)
+            base = base or base_facts(ctx, load, l, mood, resolved, values, now,
+                                      batch.floor_holder(l.agent_id, l.mood_id))
             decision = law.decide(law.Facts(kind=kind, **base,
                                             **kind_facts(ctx, s, kind, l, owed, now)))
         if decision.outcome == Outcome.WAKE:
             d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now)
-            d.fingerprint, d.decision = fingerprint(l, load, now), decision
+            d.fingerprint, d.decision = fingerprint(l, load, now, batch), decision
             load.planned(l.mood_id, now)  # the pairs after this one see its wake
+            if kind in law.UNPROMPTED:
+                batch.took_floor(l.agent_id, agent.handle, l.mood_id)  # and its floor
             return d, said
         new = batch.decide(l, kind, decision.outcome, decision.reason, decision.next_due)
         said.append((agent.handle, mood.slug, kind, decision, new))
@@ -132,23 +141,54 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     return None, said
 
 
-def fingerprint(l: ListenerRow, load: facts.Load, now: dt.datetime) -> tuple:
+def fingerprint(l: ListenerRow, load: facts.Load, now: dt.datetime, batch: facts.Batch) -> tuple:
     """What the wake decision rested on, as :func:`cycle.fingerprint` reads it back when
     the wake is recorded (the wakes decided before it in the batch recorded by then)."""
     return cycle.listener_print(l) + (
         tuple(l.owed), l.mood_id in load.here, load.running,
-        sum(1 for t in load.woke if t > now - law.HOUR))
+        sum(1 for t in load.woke if t > now - law.HOUR),
+        batch.floor_others(l.agent_id, l.mood_id))
 
 
 def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, resolved: dict,
-               values: dict, now: dt.datetime) -> dict:
-    """The facts every kind shares: settings, the Mood, the agent's load and caps."""
+               values: dict, now: dt.datetime, floor_holder: Optional[str] = None) -> dict:
+    """The facts every kind shares: settings, the Mood, the agent's load and caps, the floor."""
     return dict(
         now=now, settings=values, archived=mood.archived,
         listening_until=resolved["listening"].until,
         busy_here=l.mood_id in load.here, running_for_agent=load.running,
         wakes_last_hour=tuple(load.woke),
-        cooldown_until=l.cooldown_until, bot_chain_cap=ctx.cfg.bot_chain_cap)
+        cooldown_until=l.cooldown_until, bot_chain_cap=ctx.cfg.bot_chain_cap,
+        floor_holder=floor_holder)
+
+
+def by_initiative(ctx: Context, batch: facts.Batch, pairs: list[tuple[int, int]],
+                  now: dt.datetime) -> list[tuple[int, int]]:
+    """The pairs in the order they are weighed: as given, but where several agents are
+    due in one Mood, theirs take that Mood's places in :func:`law.initiative` order (the
+    first that may speak unasked takes the floor).  With one agent a Mood, as given."""
+    crowds: dict[int, list[tuple[int, int]]] = {}
+    for pair in pairs:
+        if pair in batch.listeners:
+            crowds.setdefault(pair[1], []).append(pair)
+    ordered = {m: iter([(s.agent_id, m) for s in standings(ctx, batch, m, [a for a, _ in ps], now)])
+               for m, ps in crowds.items() if len(ps) > 1}
+    if not ordered:
+        return pairs
+    return [next(ordered[p[1]]) if p[1] in ordered and p in batch.listeners else p
+            for p in pairs]
+
+
+def standings(ctx: Context, batch: facts.Batch, mood_id: int, agent_ids: list[int],
+              now: dt.datetime) -> list[law.Standing]:
+    """The initiative order of these agents in the Mood, from the batch's facts."""
+    contenders = []
+    for a in agent_ids:
+        values = ctx.settings.values(mood_id, a, now)
+        contenders.append(law.Contender(a, ctx.agents[a].handle, values["initiative_speed"],
+                                        values["heat"], batch.spoke.get((a, mood_id)),
+                                        batch.load[a].running))
+    return law.initiative(contenders, now)
 
 
 def kind_facts(ctx: Context, s, kind: str, l: ListenerRow, owed: list[int],

@@ -8,6 +8,11 @@ when the question is worth asking again.  No database, no clock of its own.
 
 Holds are for mentions only (a mention is owed and must be answered when the
 block ends); the unprompted kinds are deferred or skipped instead.
+
+One floor per Mood: of the agents that could speak unasked in a Mood at once
+(a consider, quiet look or arrival), one takes the floor by :func:`initiative`
+order and the others are ``deferred:floor-taken-by-<agent>`` until its turn
+ends.  Mentions are never subject to the floor.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from poller.text import iso
 
 KINDS = names(WakeKind)  # in the order they are tried
 HOUR = dt.timedelta(hours=1)
+UNPROMPTED = frozenset({WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL})  # share a floor
+READY_CAP_H = 12.0  # readiness stops growing after this many hours without speaking
+REASON_MAX = 64  # the width of decisions.reason
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,8 @@ class Facts:
     arrival_greeted_recently: bool = False
     # quiet
     person_recent: bool = True
+    # the floor: another agent's unprompted turn here, in flight or decided this cycle
+    floor_holder: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,7 @@ WAKE = Decision(Outcome.WAKE, "woke")
 
 def decide(f: Facts) -> Decision:
     """Apply the law, first blocking rule wins."""
-    for rule in (_gates, _kind_rules, _capacity, _pacing):
+    for rule in (_gates, _kind_rules, _capacity, _pacing, _floor):
         verdict = rule(f)
         if verdict is not None:
             return verdict
@@ -148,3 +158,60 @@ def _pacing(f: Facts) -> Optional[Decision]:
         if len(recent) >= budget:
             return Decision(Outcome.DEFER, "consider-budget", recent[len(recent) - budget] + HOUR)
     return None
+
+
+def _floor(f: Facts) -> Optional[Decision]:
+    """Last: only an agent that could otherwise speak unasked gives way to the floor."""
+    if f.kind in UNPROMPTED and f.floor_holder:
+        return Decision(Outcome.DEFER, f"floor-taken-by-{f.floor_holder}"[:REASON_MAX])
+    return None
+
+
+# -- Initiative ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One agent that could take the floor in a Mood, as :func:`initiative` weighs it."""
+
+    agent_id: int
+    handle: str
+    speed: float = 1.0  # the initiative_speed setting
+    heat: float = 0.0  # the heat setting for this Mood
+    last_spoke: Optional[dt.datetime] = None  # its newest post here
+    load: int = 0  # its turns in flight anywhere
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A contender's place: its score and what it was made of."""
+
+    agent_id: int
+    handle: str
+    score: float
+    readiness_h: float
+    speed: float
+    heat: float
+    load: int
+
+
+def readiness(last_spoke: Optional[dt.datetime], now: dt.datetime) -> float:
+    """Hours since it last spoke here, up to :data:`READY_CAP_H` (never spoke: the cap)."""
+    if last_spoke is None:
+        return READY_CAP_H
+    return min(max((now - last_spoke).total_seconds() / 3600, 0.0), READY_CAP_H)
+
+
+def initiative(contenders, now: dt.datetime) -> list[Standing]:
+    """The initiative order, first to take the floor first.
+
+    score = heat + speed x readiness - load: an agent that has not spoken here
+    for a while, runs fast or hot, and is not busy elsewhere goes first; equal
+    scores go to the lower agent id, so the order never depends on the caller's.
+    """
+    out = []
+    for c in contenders:
+        ready = readiness(c.last_spoke, now)
+        score = round(c.heat + c.speed * ready - c.load, 3)
+        out.append(Standing(c.agent_id, c.handle, score, round(ready, 3), c.speed, c.heat, c.load))
+    return sorted(out, key=lambda s: (-s.score, s.agent_id))

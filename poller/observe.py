@@ -77,6 +77,7 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
         aside = [_aside_json(q) for q in ops.quarantined(s, agent.id, mood.id)]
         history = cycle.history_before(s)
         before = cycle.mentions_before(s, agent.id, mood.id, history) if history else 0
+        floor = _floor(s, mood.id, decisions, now)
     hold = None
     if l is not None and l.hold_reason and owed:
         hold = {"reason": l.hold_reason, "since": iso(l.hold_since), "owed": owed}
@@ -88,7 +89,31 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
     return {"mood": slug, "agent": agent.handle, "scram": scram, "hold": hold,
             "owed": owed, "in_flight": flight.id if flight else None,
             "decisions": decisions, "timers": timers, "quarantined": aside,
-            "first_cycle_run": history is not None, "mentions_before_first_cycle": before}
+            "first_cycle_run": history is not None, "mentions_before_first_cycle": before,
+            "floor": floor}
+
+
+FLOOR_TAKEN = "floor-taken-by-"
+
+
+def _floor(s, mood_id: int, decisions: dict, now: dt.datetime) -> Optional[dict]:
+    """When the floor went to someone else: who holds it, and the initiative order of the
+    Mood's agents with each one's score, as it stands now (``law.initiative``)."""
+    holder = next((d["reason"].removeprefix(FLOOR_TAKEN) for d in decisions.values()
+                   if d["outcome"] == "defer" and d["reason"].startswith(FLOOR_TAKEN)), None)
+    if holder is None:
+        return None
+    cache = cycle.SettingsCache()
+    cache.refresh(s)
+    contenders = []
+    for c in ops.floor_contenders(s, mood_id):
+        values = cache.values(mood_id, c.agent_id, now)
+        contenders.append(law.Contender(c.agent_id, c.handle, values["initiative_speed"],
+                                        values["heat"], c.last_spoke, c.load))
+    order = [{"agent": x.handle, "score": x.score, "readiness_h": x.readiness_h,
+              "speed": x.speed, "heat": x.heat, "load": x.load}
+             for x in law.initiative(contenders, now)]
+    return {"holder": holder, "order": order}
 
 
 def _aside_json(q: ops.QuarantineRecord) -> dict:

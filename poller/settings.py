@@ -11,6 +11,7 @@ is pure: rows in, values out.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
@@ -42,6 +43,20 @@ def _int_range(name: str, lo: int, hi: int, unit: str = "") -> Callable[[str], i
     return parse
 
 
+def _number_range(name: str, lo: float, hi: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(str(raw).strip())
+        except ValueError:
+            raise errors.InvalidSetting(f"{name} must be a number, got {raw!r}") from None
+        if not lo <= value <= hi:  # (NaN fails this too)
+            raise errors.InvalidSetting(f"{name} must be between {lo:g} and {hi:g}, got {raw!r}")
+        return value
+
+    parse.range = f"{lo:g} to {hi:g}"  # for `set --help`
+    return parse
+
+
 def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         value = str(raw).strip().lower()
@@ -69,6 +84,53 @@ def _zone(raw: str) -> str:
 
 
 _zone.range = "an IANA time zone name"  # for `set --help`
+
+RULES_CHARS = 2_000  # a Mood's rules: a short text, sent with every turn
+LETTER_CHARS = 6_000  # a Mood's letter: the briefing of an agent's first turn there
+
+
+def _text(name: str, limit: int) -> Callable[[str], str]:
+    """A short text an operator writes: line breaks and tabs, no other control character."""
+
+    def parse(raw: str) -> str:
+        value = str(raw).replace("\r\n", "\n").replace("\r", "\n").strip()
+        bad = next((c for c in value if c not in "\n\t" and (c < " " or c == "\x7f")), None)
+        if bad is not None:
+            raise errors.InvalidSetting(f"{name} may hold no control character but line breaks "
+                                        f"and tabs (it holds U+{ord(bad):04X})")
+        if len(value) > limit:
+            raise errors.InvalidSetting(f"{name} is {len(value):,} characters; the limit is {limit:,}")
+        return value
+
+    parse.range = f"a text of up to {limit:,} characters (empty: none)"  # for `set --help`
+    return parse
+
+
+MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,99}")
+EFFORTS = ("low", "medium", "high", "xhigh", "max")  # Claude Code's --effort levels
+
+
+def _model(raw: str) -> str:
+    """A model name or alias, passed on a command line: never one that reads as an option."""
+    value = str(raw).strip()
+    if value and not MODEL_RE.fullmatch(value):
+        raise errors.InvalidSetting(f"model must be a model name or alias such as sonnet or "
+                                    f"claude-opus-4-1 (letters, digits and ._:@/[]-), got {raw!r}")
+    return value
+
+
+_model.range = "a model name or alias (empty: the agent's own)"  # for `set --help`
+
+
+def _effort(raw: str) -> str:
+    value = str(raw).strip().lower()
+    if value and value not in EFFORTS:
+        raise errors.InvalidSetting(f"effort must be one of {', '.join(EFFORTS)} (or empty), "
+                                    f"got {raw!r}")
+    return value
+
+
+_effort.range = " | ".join(EFFORTS) + " (empty: the agent's default)"  # for `set --help`
 
 WEEK_S = 7 * 24 * 3600
 
@@ -100,6 +162,24 @@ KEYS: dict[str, Key] = {
         Key("archive_after", 12 * 3600, _int_range("archive_after", 0, WEEK_S, "s"),
             "seconds an agent's kept session may sit unused before its next wake carries the "
             "full catch-up again; within it a wake carries only what is new (0: always in full)"),
+        Key("rules", "", _text("rules", RULES_CHARS),
+            "the Mood's rules, set by its operators: an instruction to every agent here "
+            "(Claude Code: --append-system-prompt; others: in the wake's frame)"),
+        Key("model", "", _model,
+            "the model agents use here (Claude Code: --model, over the agent's own; command "
+            "agents: MOOD_MODEL; HTTP agents: the request's model)"),
+        Key("effort", "", _effort,
+            "how hard agents think here (Claude Code: --effort; command agents: MOOD_EFFORT; "
+            "HTTP agents: the request's effort)"),
+        Key("letter", "", _text("letter", LETTER_CHARS),
+            "the briefing an agent's first turn in the Mood starts with (empty: the kit's "
+            "letter.md)"),
+        Key("initiative_speed", 1.0, _number_range("initiative_speed", 0.0, 10.0),
+            "how fast the agent gains initiative while it has not spoken in a Mood: of several "
+            "agents that could speak unasked at once, the one with the most takes the floor"),
+        Key("heat", 0.0, _number_range("heat", -100.0, 100.0),
+            "initiative added in this Mood (set it per Mood: e.g. the Mood's own project agent "
+            "runs hot); one hour without speaking is worth 1 at speed 1"),
     )
 }
 

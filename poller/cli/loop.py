@@ -224,6 +224,10 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
         elif turn:
             ended = f" -> {turn['status']}"
         common.echo(f"{kind:9} {d['code']}{ended} at {d['at']}{seen}{tail}")
+    if answer["floor"]:
+        f = answer["floor"]
+        common.echo(f"the floor is @{f['holder']}'s; initiative order now: " + ", ".join(
+            f"@{x['agent']} {x['score']:g}" for x in f["order"]))
     if not answer["decisions"]:
         if not answer["first_cycle_run"]:
             common.echo("no decisions yet: the poller has not run its first cycle on this store "

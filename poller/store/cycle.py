@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from poller import settings
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
-from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Owed,
+from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood, Owed,
                            Participant, Post, Setting, SignIn, Wake, WakePost)
 from poller import procs
 from poller.procs import pid_alive
@@ -607,7 +607,18 @@ def fingerprint(s: Session, l: Listener, now: dt.datetime) -> tuple:
     owed = tuple(conn.execute(_OWED_HERE, {"a": l.agent_id, "m": l.mood_id}).scalars())
     here, running, hour = conn.execute(_LOAD, {"a": l.agent_id, "m": l.mood_id,
                                                "since": now - HOUR}).one()
-    return listener_print(l) + (owed, bool(here), running or 0, hour or 0)
+    return listener_print(l) + (owed, bool(here), running or 0, hour or 0,
+                                floor_others(s, l.agent_id, l.mood_id))
+
+
+def floor_others(s: Session, agent_id: int, mood_id: int) -> int:
+    """Other agents' unprompted turns in flight in the Mood, read under the Mood's lock
+    on PostgreSQL: two pollers recording wakes in one Mood take turns, and the second
+    sees the first's wake (its fingerprint no longer matches, so it is not recorded)."""
+    conn = s.connection()
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK_MOOD, {"m": mood_id})
+    return conn.execute(_FLOOR_OTHERS, {"a": agent_id, "m": mood_id}).scalar() or 0
 
 
 HOUR = dt.timedelta(hours=1)
@@ -623,6 +634,15 @@ _LOAD = (sa.select(
     sa.func.sum(sa.case((_IN_FLIGHT, 1), else_=0)),
     sa.func.sum(sa.case((_RECENT, 1), else_=0)))
     .where(_W.c.agent_id == sa.bindparam("a"), sa.or_(_IN_FLIGHT, _RECENT)))
+
+
+_MOODS = Mood.__table__
+_LOCK_MOOD = (sa.select(_MOODS.c.id).where(_MOODS.c.id == sa.bindparam("m"))
+              .with_for_update(key_share=True))  # NO KEY UPDATE: posts may still come in
+UNPROMPTED = (WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL)  # as poller.law has them
+_FLOOR_OTHERS = (sa.select(sa.func.count()).select_from(_W)
+                 .where(_W.c.mood_id == sa.bindparam("m"), _W.c.agent_id != sa.bindparam("a"),
+                        _IN_FLIGHT, _W.c.kind.in_(UNPROMPTED)))
 
 
 def listener_print(l) -> tuple:

@@ -3,7 +3,9 @@
 The cycle claims a batch of due listeners and reads everything ``law.decide``
 may ask about them in a handful of set queries (the listeners, their Moods,
 what is owed and who sent it, the agents' turns in flight and wakes of the
-last hour, the latest decision of each kind); it decides in Python, then
+last hour, the latest decision of each kind, the unprompted turns of any
+agent in flight in their Moods, and, where several agents are due in one
+Mood, when each last spoke there); it decides in Python, then
 writes the listeners that changed and the decisions with one executemany
 each.  The statements are SQLAlchemy Core on the session's connection, so
 they are compiled once and cached; rows come back as plain values.
@@ -23,12 +25,13 @@ from typing import Iterable, Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller.kinds import IN_FLIGHT, WakeKind
+from poller.kinds import IN_FLIGHT, PostKind, WakeKind
 from poller.models import (Agent, Decision, Listener, Mood, Owed, Participant, Post,
                            UTCDateTime, Wake)
 from poller.values import MoodInfo
 
 HOUR = dt.timedelta(hours=1)
+UNPROMPTED = (WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL)  # as poller.law has them
 
 LISTENERS = Listener.__table__
 COLUMNS = tuple(c.name for c in LISTENERS.columns)
@@ -218,6 +221,21 @@ class Batch:
     load: dict[int, Load]
     latest: dict[tuple[int, int, str], Latest]
     decisions: list[dict] = field(default_factory=list)  # to record, see decide()
+    # The floor: per Mood, the unprompted turns in flight there (and those this batch
+    # decides, see took_floor), oldest first, as (agent_id, handle).
+    floor: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    spoke: dict[Pair, dt.datetime] = field(default_factory=dict)  # in crowded Moods only
+
+    def floor_holder(self, agent_id: int, mood_id: int) -> Optional[str]:
+        """The handle of another agent holding the floor in the Mood, or None."""
+        return next((h for a, h in self.floor.get(mood_id, ()) if a != agent_id), None)
+
+    def floor_others(self, agent_id: int, mood_id: int) -> int:
+        """Other agents' unprompted turns in flight in the Mood (for the fingerprint)."""
+        return sum(1 for a, _ in self.floor.get(mood_id, ()) if a != agent_id)
+
+    def took_floor(self, agent_id: int, handle: str, mood_id: int) -> None:
+        self.floor.setdefault(mood_id, []).append((agent_id, handle))
 
     def repeats(self, l: ListenerRow, kind: str, outcome: str, reason: str) -> Optional[Latest]:
         last = self.latest.get((l.agent_id, l.mood_id, kind))
@@ -248,6 +266,8 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
     if claimed:
         _owed(conn, batch, claimed)
         _wakes(conn, batch, agents, now)
+        _floor(conn, batch)
+        _spoke(conn, batch)
     return batch
 
 
@@ -309,6 +329,42 @@ def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime) -> None:
     for pair, times in considers.items():
         if pair in batch.listeners:
             batch.listeners[pair].considers = tuple(times)
+
+
+def _floor(conn, batch: Batch) -> None:
+    """The unprompted turns in flight in the batch's Moods, whoever's they are."""
+    w, who = Wake.__table__, Participant.__table__
+    q = (sa.select(w.c.mood_id, w.c.agent_id, who.c.handle)
+         .join(who, who.c.id == w.c.agent_id)
+         .where(w.c.mood_id.in_(batch.moods), w.c.status.in_(IN_FLIGHT),
+                w.c.kind.in_(sorted(UNPROMPTED)))
+         .order_by(w.c.id))
+    for mood_id, agent_id, handle in conn.execute(q):
+        batch.took_floor(agent_id, handle, mood_id)
+
+
+def _spoke(conn, batch: Batch) -> None:
+    """When each agent due in a Mood with others due last posted there (its readiness)."""
+    per_mood: dict[int, int] = {}
+    for _, m in batch.listeners:
+        per_mood[m] = per_mood.get(m, 0) + 1
+    crowded = [pair for pair in batch.listeners if per_mood[pair[1]] > 1]
+    if not crowded:
+        return
+    p = Post.__table__
+    q = (sa.select(p.c.sender_id, p.c.mood_id, sa.func.max(p.c.created_at))
+         .where(sa.tuple_(p.c.sender_id, p.c.mood_id).in_(crowded), p.c.kind == PostKind.POST)
+         .group_by(p.c.sender_id, p.c.mood_id))
+    for agent_id, mood_id, at in conn.execute(q):
+        if at is not None:
+            batch.spoke[(agent_id, mood_id)] = _aware(at)
+
+
+def _aware(at) -> dt.datetime:
+    """An aggregate's time comes back as the driver gives it (SQLite: text, naive)."""
+    if isinstance(at, str):
+        at = dt.datetime.fromisoformat(at)
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _latest(conn, pairs: list[Pair]) -> dict[tuple[int, int, str], Latest]:

@@ -13,8 +13,8 @@ from typing import Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller.kinds import IN_FLIGHT
-from poller.models import Listener, Mood, Owed, Participant, Wake
+from poller.kinds import IN_FLIGHT, PostKind
+from poller.models import Agent, Listener, Mood, Owed, Participant, Post, Wake
 from poller.store import cycle
 
 
@@ -212,3 +212,44 @@ def quarantined(s: Session, agent_id: Optional[int] = None, mood_id: Optional[in
     _, slugs = _names(s)
     return [QuarantineRecord(r.kind, r.ref, slugs.get(r.mood_id), r.error, r.at, r.last_at,
                              r.count) for r in s.scalars(q)]
+
+
+@dataclass(frozen=True)
+class FloorContender:
+    """An agent listening in a Mood, as the initiative order weighs it (see ``law.initiative``)."""
+
+    agent_id: int
+    handle: str
+    last_spoke: Optional[dt.datetime]  # its newest post in the Mood
+    load: int  # its turns in flight anywhere
+
+
+def floor_contenders(s: Session, mood_id: int) -> list[FloorContender]:
+    """The active agents with a listener in the Mood, with what their initiative rests on."""
+    rows = s.execute(
+        sa.select(Participant.id, Participant.handle)
+        .join(Listener, Listener.agent_id == Participant.id)
+        .join(Agent, Agent.participant_id == Participant.id)
+        .where(Listener.mood_id == mood_id, Agent.retired_at.is_(None))).all()
+    ids = [r.id for r in rows]
+    if not ids:
+        return []
+    spoke = dict(s.execute(
+        sa.select(Post.sender_id, sa.func.max(Post.created_at))
+        .where(Post.mood_id == mood_id, Post.sender_id.in_(ids), Post.kind == PostKind.POST)
+        .group_by(Post.sender_id)).all())
+    load = dict(s.execute(
+        sa.select(Wake.agent_id, sa.func.count())
+        .where(Wake.agent_id.in_(ids), Wake.status.in_(IN_FLIGHT))
+        .group_by(Wake.agent_id)).all())
+    return [FloorContender(r.id, r.handle, _aware(spoke.get(r.id)), load.get(r.id, 0))
+            for r in rows]
+
+
+def _aware(at) -> Optional[dt.datetime]:
+    """An aggregate's time as the driver returns it (SQLite: naive text), made aware UTC."""
+    if at is None:
+        return None
+    if isinstance(at, str):
+        at = dt.datetime.fromisoformat(at)
+    return at if at.tzinfo is not None else at.replace(tzinfo=dt.timezone.utc)

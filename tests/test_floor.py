@@ -1,0 +1,215 @@
+"""One floor per Mood: of several agents that could speak unasked at once, one does.
+
+The law's floor rule and the initiative order as tables (pure), then two and
+three agents through real turns on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from agents import agent_command, open_gate, wakes_seen
+from poller import law, settings
+from timeline import TimelineCli, at
+from waiting import wait_for
+
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+DEFAULTS = {k: spec.default for k, spec in settings.KEYS.items()}
+
+
+def facts(kind: str, **kw) -> law.Facts:
+    return law.Facts(kind=kind, now=NOW, settings={**DEFAULTS, **kw.pop("settings", {})}, **kw)
+
+
+# -- the law: the floor --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, floor_holder, extra, code", [
+    ("consider", "alpha", {}, "deferred:floor-taken-by-alpha"),
+    ("quiet", "alpha", {}, "deferred:floor-taken-by-alpha"),
+    ("arrival", "alpha", {}, "deferred:floor-taken-by-alpha"),
+    ("mention", "alpha", {}, "woke"),  # a mention is owed: never subject to the floor
+    ("cut-off", "alpha", {}, "woke"),  # nor the follow-up of a turn cut off
+    ("consider", None, {}, "woke"),  # no floor taken: as before
+    ("quiet", None, {}, "woke"),
+    # The floor is the last rule: an agent that could not speak anyway says why.
+    ("consider", "alpha", {"settings": {"considers_per_hour": 0}}, "skipped:considers-off"),
+    ("consider", "alpha", {"cooldown_until": NOW + dt.timedelta(minutes=1)},
+     "deferred:cooldown-until-2026-11-30T12:01:00Z"),
+    ("consider", "alpha", {"busy_here": True}, "deferred:busy"),
+    ("quiet", "alpha", {"person_recent": False}, "skipped:no-person-recently"),
+    ("arrival", "alpha", {"arrival_is_self": True}, "skipped:arrival-is-self"),
+    ("mention", "alpha", {"busy_here": True}, "held:busy"),
+])
+def test_the_floor_table(kind, floor_holder, extra, code):
+    assert law.decide(facts(kind, floor_holder=floor_holder, **extra)).code == code
+
+
+def test_a_long_handle_still_fits_the_reason_column():
+    d = law.decide(facts("consider", floor_holder="a" * 64))
+    assert len(d.reason) == law.REASON_MAX and d.reason.startswith("floor-taken-by-aaa")
+
+
+# -- the initiative order --------------------------------------------------------------------
+
+
+def ago(hours: float) -> dt.datetime:
+    return NOW - dt.timedelta(hours=hours)
+
+
+C = law.Contender
+
+
+@pytest.mark.parametrize("contenders, order", [
+    # equal in everything: the lower agent id first, whatever order they come in
+    ([C(3, "c"), C(1, "a"), C(2, "b")], ["a", "b", "c"]),
+    # readiness: the one that spoke longest ago (or never) first
+    ([C(1, "a", last_spoke=ago(0.1)), C(2, "b", last_spoke=ago(2)), C(3, "c")], ["c", "b", "a"]),
+    # readiness stops at the cap: 13 h and never are equal, then by id
+    ([C(2, "b", last_spoke=ago(13)), C(1, "a")], ["a", "b"]),
+    # speed multiplies readiness
+    ([C(1, "a", last_spoke=ago(1)), C(2, "b", speed=3.0, last_spoke=ago(1))], ["b", "a"]),
+    # heat adds: the Mood's own agent runs hot even having just spoken
+    ([C(1, "a"), C(2, "b", heat=20.0, last_spoke=ago(0))], ["b", "a"]),
+    # load takes away: busy elsewhere yields to an idle one
+    ([C(1, "a", load=2, last_spoke=ago(1)), C(2, "b", last_spoke=ago(1))], ["b", "a"]),
+    # speed 0: only heat and load count
+    ([C(1, "a", speed=0.0), C(2, "b", speed=0.0, heat=0.5)], ["b", "a"]),
+])
+def test_the_initiative_table(contenders, order):
+    assert [s.handle for s in law.initiative(contenders, NOW)] == order
+
+
+def test_a_standing_shows_what_its_score_is_made_of():
+    (s,) = law.initiative([C(7, "a", speed=2.0, heat=1.5, last_spoke=ago(3), load=1)], NOW)
+    assert (s.score, s.readiness_h, s.speed, s.heat, s.load) == (6.5, 3.0, 2.0, 1.5, 1)
+
+
+@pytest.mark.parametrize("key, raw, ok", [
+    ("initiative_speed", "2.5", 2.5), ("initiative_speed", "0", 0.0), ("heat", "-3", -3.0),
+    ("initiative_speed", "-1", None), ("initiative_speed", "nan", None), ("heat", "hot", None),
+    ("heat", "101", None),
+])
+def test_the_initiative_settings(key, raw, ok):
+    from poller import errors
+
+    if ok is None:
+        with pytest.raises(errors.InvalidSetting):
+            settings.validate(key, raw)
+    else:
+        assert settings.validate(key, raw) == ok
+
+
+# -- real turns ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def crowd(any_cli, tmp_path):
+    """One Mood, a person, three agents that reply; the first cycle run."""
+    cli = TimelineCli(any_cli.db_url)
+    cli("mood", "add", "lobby")
+    cli("mood", "add", "den")
+    cli("person", "add", "ada", "--trust", "full")
+    for name in ("alpha", "beta", "gamma"):
+        cli("agent", "add", name, "--command", agent_command(tmp_path, "reply"))
+    cli("set", "cooldown", "0")
+    cli("tick", "--now", at(0))
+    return cli
+
+
+def tick(cli, seconds, *extra) -> dict:
+    return json.loads(cli("tick", "--now", at(seconds), "--wait", "--json", *extra).out)
+
+
+def post(cli, seconds, text, mood="lobby"):
+    return int(cli("post", mood, "--as", "ada", "--at", at(seconds), text).out)
+
+
+def codes(report: dict, kind: str = "consider") -> dict[str, str]:
+    return {d["agent"]: d["code"] for d in report["decisions"] if d["kind"] == kind}
+
+
+def wakes(cli) -> list[dict]:
+    return sorted(json.loads(cli("wakes", "--json", "--limit", "100").out), key=lambda w: w["id"])
+
+
+def told(tmp_path) -> dict[str, str]:
+    """What each agent's (last) wake said, as the agent read it."""
+    return {w["MOOD_AGENT"]: w["text"] for w in wakes_seen(tmp_path)}
+
+
+def test_three_agents_take_the_floor_in_turn_and_each_sees_the_replies_before(crowd, tmp_path):
+    post(crowd, 1, "what do you all think of the new build?")
+    first = tick(crowd, 20)
+    assert [(w["agent"], w["kind"]) for w in first["wakes"]] == [("alpha", "consider")]
+    assert codes(first) == {"alpha": "woke", "beta": "deferred:floor-taken-by-alpha",
+                            "gamma": "deferred:floor-taken-by-alpha"}
+    # alpha's reply makes the others due: beta next (it has not spoken, alpha just did)
+    second = tick(crowd, 30)
+    assert [(w["agent"], w["kind"]) for w in second["wakes"]] == [("beta", "consider")]
+    assert codes(second)["gamma"] == "deferred:floor-taken-by-beta"
+    third = tick(crowd, 40)
+    assert [(w["agent"], w["kind"]) for w in third["wakes"]] == [("gamma", "consider")]
+    seen = told(tmp_path)
+    assert "alpha answering consider" in seen["beta"]
+    assert "alpha answering consider" in seen["gamma"]
+    assert "beta answering consider" in seen["gamma"]
+    assert "answering" not in seen["alpha"]
+    why = json.loads(crowd("why", "--mood", "lobby", "--agent", "gamma", "--json").out)
+    assert why["decisions"]["consider"]["code"] == "woke"
+
+
+def test_one_agent_per_mood_is_not_subject_to_anyone_elses_floor(crowd):
+    crowd("set", "listening", "mentions", "--mood", "den")
+    crowd("set", "listening", "on", "--mood", "den", "--agent", "beta")
+    post(crowd, 1, "lobby talk")
+    post(crowd, 1, "den talk", mood="den")
+    report = tick(crowd, 20)
+    # one floor per Mood: alpha in the lobby, beta alone in the den, at once
+    assert sorted((w["agent"], w["mood"]) for w in report["wakes"]) == [
+        ("alpha", "lobby"), ("beta", "den")]
+
+
+def test_mentions_are_never_subject_to_the_floor(crowd):
+    post(crowd, 1, "general chatter")
+    first = tick(crowd, 20)
+    assert [w["agent"] for w in first["wakes"]] == ["alpha"]
+    post(crowd, 21, "@gamma what do you say?")
+    second = tick(crowd, 22)
+    got = sorted((w["agent"], w["kind"]) for w in second["wakes"])
+    assert ("gamma", "mention") in got
+
+
+def test_an_unprompted_turn_in_flight_holds_the_floor_across_cycles(any_cli, tmp_path):
+    cli = TimelineCli(any_cli.db_url)
+    gate = tmp_path / "gate"
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("agent", "add", "alpha", "--command", agent_command(tmp_path, "gate", str(gate)))
+    cli("agent", "add", "beta", "--command", agent_command(tmp_path, "reply"))
+    cli("set", "cooldown", "0")
+    cli("tick", "--now", at(0))
+    post(cli, 1, "first thoughts?")
+    first = json.loads(cli("tick", "--now", at(20), "--json").out)  # alpha's turn stays open
+    assert [w["agent"] for w in first["wakes"]] == ["alpha"]
+    assert codes(first) == {"alpha": "woke", "beta": "deferred:floor-taken-by-alpha"}
+    post(cli, 25, "and more while alpha thinks")
+    second = json.loads(cli("tick", "--now", at(40), "--json").out)
+    assert second["wakes"] == []
+    assert codes(second) == {"alpha": "deferred:busy", "beta": "deferred:floor-taken-by-alpha"}
+    why = json.loads(cli("why", "--mood", "lobby", "--agent", "beta", "--json").out)
+    assert why["decisions"]["consider"]["code"] == "deferred:floor-taken-by-alpha"
+    floor = why["floor"]
+    assert floor["holder"] == "alpha"
+    # as it stands now: alpha's turn in flight is load, so beta (equally ready) is ahead
+    assert [(s["agent"], s["score"], s["load"]) for s in floor["order"]] == [
+        ("beta", 12.0, 0), ("alpha", 11.0, 1)]
+    open_gate(gate)
+    wait_for(lambda: all(w["status"] not in ("pending", "running") for w in wakes(cli)),
+             what="alpha's turn to end")
+    third = tick(cli, 60)
+    assert [(w["agent"], w["kind"]) for w in third["wakes"]] == [("beta", "consider")]
+    assert "done when let go" in told(tmp_path)["beta"]  # alpha's reply is in beta's catch-up
