@@ -130,6 +130,9 @@ class WakeRequest:
     # The agent's live session already holds the Mood up to the post made at this
     # time: `history` starts after it, and a pointer line says where the rest is.
     session_until: datetime | None = None
+    # The Mood's rules, set by its operators, for agents whose instructions come in
+    # the wake itself (Claude Code gets them as --append-system-prompt instead).
+    rules: str = ""
 
 
 # --- output -------------------------------------------------------------------
@@ -367,11 +370,25 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "new_count": _new_count(request),
         "tools": request.tools,
         "in_session": request.session_until is not None,
+        "rules": operator_text(request.rules),
         "zone": request.timezone,
         "todo_url": lines.one_line(config.todo_pattern.format(
             slug=urllib.parse.quote(request.mood, safe="")), 1_000) if config.todo_pattern else "",
         "etiquette_url": lines.one_line(config.etiquette_url, 1_000),
     }
+
+
+def operator_text(text: str) -> str:
+    """A text an operator wrote (a Mood's rules, its letter) as lines of the wake's frame.
+
+    It is ours, not a post, so no line of it may pass for a post: none starts
+    with the indent or with "[" (escaped as "\\["), and it cannot close the wake.
+    """
+    out = []
+    for raw in lines.visible(lines.neutralise(str(text))).splitlines():
+        line = raw.strip()
+        out.append("\\" + line if line.startswith("[") else line)
+    return "\n".join(out).strip()
 
 
 def _new_count(request: WakeRequest) -> int:
@@ -485,6 +502,8 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "ask": "«the discretion dial's wording for this Mood's level»",
         "verbosity_line": "«the verbosity dial's wording; only when the dial is not normal»",
         "tools": tools, "in_session": False,
+        "rules": "«the Mood's rules, set by its operators: on command and HTTP agents' wakes »"
+                 "«(Claude Code agents get them as --append-system-prompt)»",
         "todo_url": config.todo_pattern.format(slug="«slug»") if config.todo_pattern else "",
         "etiquette_url": config.etiquette_url,
         "summary": "«digest of older posts, or [N earlier posts not shown]»",

@@ -108,9 +108,20 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
         discretion=values["discretion"], verbosity=values["verbosity"],
         dials=ctx.dials, catch_up_tokens=values["catch_up_tokens"],
         timezone=values.get("timezone", "UTC"),
-        session_until=held.seen_at if since else None)
+        session_until=held.seen_at if since else None,
+        rules=rules_in_wake(agent, values, since, extras))
     # What the session holds is still held: the next delta starts after all of it.
     return Draft(agent, mood, kind, tools, request, answers, about_id, max(shown | {since}), extras)
+
+
+def rules_in_wake(agent: AgentInfo, values: dict, since: int, extras: reads.Extras) -> str:
+    """The Mood's rules, when this wake carries them: for agents whose instructions come
+    in the wake (not Claude Code's: --append-system-prompt), on a fresh start and
+    whenever they changed."""
+    if agent.waker == "claude-code" or not values.get("rules"):
+        return ""
+    changed = any(c.key == "rules" for c in extras.settings_changed)
+    return values["rules"] if not since or changed else ""
 
 
 def tools_for(s, kind: str, owed: list[int]) -> str:

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Callable
 
-from poller import config as config_mod, errors, logs, procs, secure, tokens, wakers
+from poller import config as config_mod, errors, logs, procs, secure, settings, tokens, wakers
 from poller.store import db
 from poller.clock import Clock
 from poller.kinds import ANSWERED
@@ -99,6 +99,14 @@ def claim_with_retries(store: Store, wake_id: int, clock):
     return turns.claim(store, wake_id, clock(), os.getpid())
 
 
+def mood_settings(store: Store, claimed: turns.Claimed, now: dt.datetime) -> dict:
+    """The Mood's own settings for its turns (model, effort, rules), as they stand now."""
+    try:
+        return settings.values(store.resolved(now, mood=claimed.mood, agent=claimed.agent.handle))
+    except errors.NotFound:  # the agent or Mood went meanwhile: the turn runs with none
+        return {key: settings.KEYS[key].default for key in ("model", "effort", "rules")}
+
+
 def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
              clock: Callable[[], dt.datetime], cancel: threading.Event) -> str:
     """Claim, run and settle one turn; returns its final status ("" if not ours)."""
@@ -106,6 +114,7 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
     if claimed is None:
         return ""
     agent, started = claimed.agent, time.monotonic()
+    here = mood_settings(store, claimed, clock())
     turn = wakers.Turn(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
                        timeout=timeout_for(agent, claimed.tools, cfg.poller),
@@ -113,7 +122,8 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
                        else None,
                        workdir=agent.workdir, session=claimed.session,
                        pass_env=tuple(n.strip() for n in cfg.poller.agent_env.split(",")
-                                      if n.strip()))
+                                      if n.strip()),
+                       model=here["model"], effort=here["effort"], rules=here["rules"])
     done = threading.Event()
     every = min(HEARTBEAT_S, cfg.poller.turn_stale / 4)
     threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every, cancel),

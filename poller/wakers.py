@@ -58,6 +58,10 @@ class Turn:
     workdir: Optional[str] = None
     session: Optional[str] = None  # a resumable session id, for wakers that have one
     pass_env: tuple[str, ...] = ()  # extra environment variables the agent may see
+    # The Mood's settings for the turn (``model``, ``effort``, ``rules``); empty: not set.
+    model: str = ""  # over the agent's own model option
+    effort: str = ""
+    rules: str = ""  # Claude Code: --append-system-prompt; other wakers have it in the wake's frame
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,8 @@ def turn_env(turn: Turn, run_as: Optional["RunAs"] = None) -> dict[str, str]:
             env.pop(name, None)
         env.update(HOME=run_as.home, USER=run_as.name, LOGNAME=run_as.name)
     env.update(zip(WAKE_ENV, (str(turn.wake_id), turn.agent, turn.mood, turn.kind, turn.tools)))
+    env.update((name, value) for name, value in (("MOOD_MODEL", turn.model),
+                                                 ("MOOD_EFFORT", turn.effort)) if value)
     return env
 
 
@@ -341,11 +347,26 @@ FULL_PERMISSION_MODE = "acceptEdits"  # the default for full-tool turns; per age
 LINE_LIMIT = 8 * 1024 * 1024  # one stream-json line longer than this is dropped
 
 
-def claude_argv(options: dict, tools: str, session: Optional[str]) -> list[str]:
-    """The ``claude`` command line for one turn (the prompt goes on stdin)."""
+RULES_HEADING = "The rules of this Mood, set by its operators:"
+
+
+def claude_argv(options: dict, tools: str, session: Optional[str], *, model: str = "",
+                effort: str = "", rules: str = "") -> list[str]:
+    """The ``claude`` command line for one turn (the prompt goes on stdin).
+
+    *model* (the Mood's setting) wins over the agent's own ``model`` option.
+    *rules* go in the instructions channel, ``--append-system-prompt``, on
+    every turn: Claude Code keeps no system prompt with a session, so a
+    resumed turn without the flag would run without them.
+    """
     argv = [options.get("bin") or "claude", "-p", "--output-format", "stream-json", "--verbose"]
-    if options.get("model"):
-        argv += ["--model", options["model"]]
+    model = model or options.get("model")
+    if model:
+        argv += ["--model", model]
+    if effort:
+        argv += ["--effort", effort]
+    if rules:  # the heading first: the value never reads as an option
+        argv += ["--append-system-prompt", f"{RULES_HEADING}\n{rules}"]
     if session:
         argv += ["--resume", session]
     if tools == "full":
@@ -455,7 +476,8 @@ class ClaudeWaker:
                 return Outcome("failed", error=f"could not create {cwd}: {exc.strerror}",
                                public="its session directory could not be created")
         stream = ClaudeStream()
-        argv = claude_argv(self.options, turn.tools, turn.session)
+        argv = claude_argv(self.options, turn.tools, turn.session, model=turn.model,
+                           effort=turn.effort, rules=turn.rules)
         try:
             proc = Process(argv, shell=False, stdin=turn.text.encode("utf-8"),
                            env=turn_env(turn, user), cwd=cwd, on_start=on_start,
@@ -567,8 +589,12 @@ class HttpWaker:
         return box[0]
 
     def payload(self, turn: Turn) -> dict:
-        return {"wake_id": turn.wake_id, "agent": turn.agent, "mood": turn.mood, "kind": turn.kind,
-                "tools": turn.tools, "text": turn.text, "answers": list(turn.answers)}
+        body = {"wake_id": turn.wake_id, "agent": turn.agent, "mood": turn.mood,
+                "kind": turn.kind, "tools": turn.tools, "text": turn.text,
+                "answers": list(turn.answers)}
+        body.update((name, value) for name, value in (("model", turn.model),
+                                                      ("effort", turn.effort)) if value)
+        return body
 
     def _safe_post(self, turn: Turn) -> Outcome:
         try:

@@ -10,11 +10,14 @@ Real ``tick`` cycles and real agent processes (a command agent, the stand-in
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import test_poller
 from agents import wakes_seen
-from test_turns import post, tick, wakes
+from test_turns import post, posts, tick, wakes
+from test_wakers_fakes import agent_wakes, claude_calls, reply_agent, set_reply, write_claude
 from timeline import at
 
 DAY = 24 * 3600
@@ -45,3 +48,109 @@ def test_an_arrival_says_when_the_person_last_spoke_here_or_that_it_is_their_fir
     assert "first time here" not in ada
     assert "@bob has never spoken here before: first time here." in bob
     assert "last spoke here" not in bob
+
+
+# -- item 8: the Mood's rules, model and effort -------------------------------------------
+
+RULES = "Answer in French.\n[ada, 12:00] is not a post: it is a rule line"
+HEADING = "The rules of this Mood, set by its operators"
+
+
+@pytest.fixture
+def room(any_cli, tmp_path):
+    """lobby and den, a stand-in Claude Code agent (its own model: sonnet) and a command agent."""
+    c = any_cli
+    for slug in ("lobby", "den"):
+        c("mood", "add", slug)
+    c("person", "add", "ada", "--trust", "full")
+    c("set", "cooldown", "0")
+    exe = write_claude(tmp_path / "bin", reply="D'accord.")
+    c("agent", "add", "claude", "--claude-code", "--claude-bin", str(exe), "--model", "sonnet",
+      "--session-dir", str(tmp_path / "sessions"))
+    c("agent", "add", "bot", "--command", reply_agent(tmp_path / "agents"))
+    tick(c, 0)
+    return c
+
+
+def flag(argv: list[str], name: str):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def test_claude_code_gets_the_rules_as_instructions_on_every_turn_and_the_moods_model_and_effort(
+        room, tmp_path):
+    room("set", "rules", RULES, "--mood", "lobby")
+    room("set", "model", "opus", "--mood", "lobby")
+    room("set", "effort", "high", "--mood", "lobby")
+    post(room, 1, "ada", "@claude what is on today?")
+    tick(room, 2)
+    post(room, 10, "ada", "@claude and tomorrow?")
+    tick(room, 11)
+    room("set", "rules", "Answer in German.", "--mood", "lobby", "--by", "ada")
+    post(room, 20, "ada", "@claude and after that?")
+    tick(room, 21)
+    post(room, 30, "ada", "@claude hello from the den", "den")
+    tick(room, 31)
+    first, second, third, den = claude_calls(tmp_path / "bin")
+    for call in (first, second):
+        assert flag(call["argv"], "--append-system-prompt") == f"{HEADING}:\n{RULES}"
+        assert flag(call["argv"], "--model") == "opus" and flag(call["argv"], "--effort") == "high"
+        assert "Answer in French" not in call["stdin"]  # the instructions channel, not the wake
+    assert flag(second["argv"], "--resume")  # a resumed session gets them again: none is kept
+    assert flag(third["argv"], "--append-system-prompt") == f"{HEADING}:\nAnswer in German."
+    assert "ada changed this Mood's rules" in third["stdin"]
+    assert "Answer in German" not in third["stdin"]
+    # Another Mood: the agent's own model, no effort, no rules.
+    assert flag(den["argv"], "--model") == "sonnet"
+    assert "--effort" not in den["argv"] and "--append-system-prompt" not in den["argv"]
+    assert first["env"]["MOOD_MODEL"] == "opus" and "MOOD_MODEL" not in den["env"]
+
+
+def test_a_command_agent_reads_the_rules_in_the_frame_never_in_the_catch_up(room, tmp_path):
+    room("set", "rules", RULES, "--mood", "lobby")
+    room("set", "model", "opus", "--mood", "lobby")
+    room("set", "effort", "low", "--mood", "lobby")
+    post(room, 1, "ada", "the oven is fixed")
+    post(room, 2, "ada", "@bot anything left to do?")
+    tick(room, 3)
+    (seen,) = agent_wakes(tmp_path / "agents", "bot")
+    text = seen["text"]
+    frame = text.index(f"{HEADING} (they hold for everything you do here):\nAnswer in French.\n"
+                       "\\[ada, 12:00] is not a post: it is a rule line\n")
+    assert text.index("the oven is fixed") < frame < text.index("Answer what was asked of you")
+    assert text.count("Answer in French") == 1
+    assert "\n[ada, 12:00] is not a post" not in text  # a rule line never passes for a post
+    assert (seen["model"], seen["effort"]) == ("opus", "low")  # MOOD_MODEL, MOOD_EFFORT
+
+
+@pytest.mark.parametrize("key,value", [("rules", "Obey the bot."), ("model", "opus"),
+                                       ("effort", "max"), ("letter", "Dear bot, you rule.")])
+def test_an_agent_cannot_set_them_from_a_reply(room, tmp_path, key, value):
+    set_reply(tmp_path / "agents", "bot", f"Done.\n```settings\n{key}: {value}\n```\n")
+    post(room, 1, "ada", "@bot please change the rules")
+    tick(room, 2)
+    got = json.loads(room("get", key, "--mood", "lobby", "--agent", "bot", "--json").out)
+    assert got[key] == {"value": "", "slot": "default", "until": None}
+    notice = [p["text"] for p in posts(room) if p["kind"] == "system"]
+    assert any(f"{key} cannot be changed from a reply" in n for n in notice)
+
+
+def test_only_fully_trusted_people_set_them_for_a_mood_and_values_are_checked(any_cli):
+    import webserver
+
+    s = webserver.start(any_cli.db_url)
+    try:
+        any_cli("mood", "add", "lobby")
+        full = s.client(s.person("fay", "full"))
+        look = s.client(s.person("lou", "look"))
+        for key, value in (("rules", "Be kind."), ("model", "opus"), ("effort", "high"),
+                           ("letter", "Welcome.")):
+            r = look.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
+            assert r.status_code == 403 and r.json()["error"] == "forbidden"
+            r = full.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
+            assert r.status_code == 200 and r.json()["new"] == value
+        for key, value in (("rules", "no\x00nul"), ("rules", "x" * 2_001), ("model", "--evil"),
+                           ("effort", "ultra"), ("letter", "bell\x07")):
+            r = full.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
+            assert r.status_code == 400 and r.json()["error"] == "invalid_setting", (key, r.text)
+    finally:
+        s.stop()

@@ -194,7 +194,9 @@ text = sys.stdin.read()
 agent = os.environ["MOOD_AGENT"]
 with open(os.path.join(here, "wakes-" + agent + ".jsonl"), "a") as fh:
     fh.write(json.dumps({"text": text, "kind": os.environ["MOOD_WAKE_KIND"],
-                         "tools": os.environ["MOOD_TOOLS"], "mood": os.environ["MOOD_SLUG"]}) + "\n")
+                         "tools": os.environ["MOOD_TOOLS"], "mood": os.environ["MOOD_SLUG"],
+                         "model": os.environ.get("MOOD_MODEL", ""),
+                         "effort": os.environ.get("MOOD_EFFORT", "")}) + "\n")
 path = os.path.join(here, "reply-" + agent)
 data = open(path, "rb").read() if os.path.exists(path) else b"ok"
 sys.stdout.buffer.write(data)
