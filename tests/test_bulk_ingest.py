@@ -52,3 +52,41 @@ def test_stdin_jsonl_and_a_text_do_not_mix(cli):
     c = room(cli)
     assert c.fails("post", "lobby", "hello", "--as", "ada", "--stdin-jsonl", input="").code == 2
     assert c.fails("post", "lobby", "hello").code == 2  # no --as
+
+
+def test_a_batch_records_what_one_post_at_a_time_records(any_cli):
+    # The batch path (one insert, one handle lookup, one insert of mentions) must
+    # leave the same rows as the one-at-a-time path, nudging the loop the same way.
+    import datetime as dt
+
+    import sqlalchemy as sa
+
+    from poller import nudge
+    from poller.models import Mention, Post
+    from poller.store import Store, db
+
+    c = room(any_cli)
+    c("agent", "add", "helper", "--command", "cat")
+    texts = [("ada", "@bot and @helper, look"), ("bob", "@BOT twice @bot"), ("ada", "@ada myself"),
+             ("bob", "@nobody here"), ("ada", "plain"), ("bob", "@helper-- trailing")]
+    at = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc)
+    store = Store(db.make_engine(any_cli.db_url))
+    one_by_one = [store.add_post("lobby", who, body, at).id for who, body in texts]
+    nudge.BELL.sleep(0)
+    batched = store.add_posts([("attic", who, body, at) for who, body in texts])
+    assert nudge.BELL.sleep(0) is True  # the batch's commit rang the loop
+    assert batched == sorted(batched) and batched[0] > one_by_one[-1]
+
+    def shape(ids):
+        with store.reading() as s:
+            posts = s.execute(sa.select(Post.id, Post.sender_id, Post.text, Post.tokens, Post.kind)
+                              .where(Post.id.in_(ids)).order_by(Post.id)).all()
+            named = s.execute(sa.select(Mention.post_id, Mention.participant_id, Mention.via)
+                              .where(Mention.post_id.in_(ids))).all()
+        order = {pid: i for i, pid in enumerate(ids)}
+        return ([p[1:] for p in posts],
+                sorted((order[m.post_id], m.participant_id, m.via) for m in named))
+
+    assert shape(batched) == shape(one_by_one)
+    assert len(shape(batched)[1]) == 4  # bot+helper, bot once, nobody for "@ada" or "@nobody", helper
+    store.engine.dispose()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterator, NamedTuple, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -320,12 +320,12 @@ class Store:
         with self.writing() as s:
             moods: dict[str, Mood] = {}
             people: dict[str, Participant] = {}
-            ids = []
+            rows = []
             for (slug, sender, body, at), n in zip(items, counts):
                 mood = moods.get(slug) or moods.setdefault(slug, self._mood(s, slug))
                 who = people.get(sender) or people.setdefault(sender, self._sender(s, sender))
-                ids.append(self._insert_post(s, mood, who, body, at, None, "post", n).id)
-            return ids
+                rows.append(NewPost(mood.id, who.id, body, at, n))
+            return insert_posts(s, rows)
 
     @classmethod
     def _sender(cls, s: Session, handle: str) -> Participant:
@@ -537,6 +537,42 @@ def insert_post(s: Session, counter: Optional[tokens.Counter], mood_id: int, sen
     return post
 
 
+class NewPost(NamedTuple):
+    """A person's post for :func:`insert_posts`, its text checked and its tokens counted."""
+
+    mood_id: int
+    sender_id: int
+    text: str
+    at: dt.datetime
+    tokens: int
+
+
+def insert_posts(s: Session, rows: Sequence[NewPost]) -> list[int]:
+    """Many people's posts at once: what :func:`insert_post` does for each, in a few
+    statements (one insert of the posts, one lookup of every handle they name,
+    one insert of the mentions).  The texts must have passed
+    :func:`poller.text.check_post_text`; returns the new ids in order."""
+    if not rows:
+        return []
+    touch_cursor_tables(s)
+    ids = list(s.scalars(
+        sa.insert(Post).returning(Post.id, sort_by_parameter_order=True),
+        [dict(mood_id=r.mood_id, sender_id=r.sender_id, created_at=r.at, text=r.text,
+              kind=PostKind.POST, reply_to=None, tokens=r.tokens) for r in rows]))
+    named = [text.mentioned_keys(r.text) for r in rows]
+    keys = set().union(*named)
+    if keys:
+        found = dict(s.execute(sa.select(Participant.handle_key, Participant.id)
+                               .where(Participant.handle_key.in_(keys))).all())
+        mentions = [dict(post_id=post_id, participant_id=found[key], via="at")
+                    for post_id, r, these in zip(ids, rows, named)
+                    for key in sorted(these)
+                    if key in found and found[key] != r.sender_id]
+        if mentions:
+            s.execute(sa.insert(Mention), mentions)
+    return ids
+
+
 def record_mentions(s: Session, post: Post, replied_to: Optional[int] = None) -> None:
     """Record whom a post names with ``@handle`` (and whose post it replies to)."""
     mentioned: dict[int, str] = {}
@@ -565,12 +601,18 @@ CURSOR_TABLES_LOCK = 7_351_001  # an arbitrary application-wide advisory lock ke
 
 @event.listens_for(Session, "before_flush")
 def _serialise_cursor_tables(session: Session, _context, _instances) -> None:
-    if not any(isinstance(obj, (Post, SignIn, Setting)) for obj in session.new):
-        return
+    if any(isinstance(obj, (Post, SignIn, Setting)) for obj in session.new):
+        touch_cursor_tables(session)
+
+
+def touch_cursor_tables(session: Session) -> None:
+    """This transaction is about to add posts, sign-ins or settings: serialise it with
+    the others that do (PostgreSQL) and have its commit wake the loops."""
     first = not session.info.get(NUDGE)
     session.info[NUDGE] = True
     if session.get_bind().dialect.name != "postgresql":
         return
+    # Taken again at every flush: a savepoint rolled back may have released it.
     session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": CURSOR_TABLES_LOCK})
     if first:  # delivered to the LISTENing loops when (and only if) this commits
         session.execute(sa.text(f"NOTIFY {nudge.CHANNEL}"))
