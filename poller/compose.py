@@ -75,6 +75,14 @@ class Arrival(NamedTuple):
     last_spoke: datetime | None = None  # their newest post in this Mood; None: never
 
 
+class Member(NamedTuple):
+    """Someone who has been in the Mood, as the letter names them."""
+
+    handle: str
+    is_agent: bool = False
+    trust: str = ""  # a person's: full | look | none
+
+
 class AlsoAsked(NamedTuple):
     handle: str
     at_work: bool  # busy with a turn right now
@@ -133,6 +141,10 @@ class WakeRequest:
     # The Mood's rules, set by its operators, for agents whose instructions come in
     # the wake itself (Claude Code gets them as --append-system-prompt instead).
     rules: str = ""
+    # The agent's first turn here opens with the letter (the Mood's `letter`
+    # setting, or the kit's letter.md) and who has been here.
+    letter: str = ""
+    people: Sequence[Member] = ()
 
 
 # --- output -------------------------------------------------------------------
@@ -183,6 +195,19 @@ def _default_templates():
     except ModuleNotFoundError:
         pass
     return Path(poller.__file__).resolve().parent.parent / "templates"
+
+
+@functools.lru_cache(maxsize=1)
+def kit_letter() -> str:
+    """The kit's letter.md: the letter a Mood without a ``letter`` setting sends."""
+    try:
+        node = importlib.resources.files("poller.kit").joinpath("letter.md")
+        if node.is_file():
+            return node.read_text(encoding="utf-8")
+    except ModuleNotFoundError:
+        pass
+    return (Path(poller.__file__).resolve().parent.parent / "memory-lane" / "letter.md").read_text(
+        encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=8)
@@ -371,11 +396,20 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "tools": request.tools,
         "in_session": request.session_until is not None,
         "rules": operator_text(request.rules),
+        "letter": operator_text(request.letter),
+        "people": [_member(Member._make(m)) for m in request.people],
         "zone": request.timezone,
         "todo_url": lines.one_line(config.todo_pattern.format(
             slug=urllib.parse.quote(request.mood, safe="")), 1_000) if config.todo_pattern else "",
         "etiquette_url": lines.one_line(config.etiquette_url, 1_000),
     }
+
+
+def _member(m: Member) -> str:
+    who = lines.one_line(m.handle, FIELD_CHARS)
+    if m.is_agent:
+        return f"{who} (agent)"
+    return f"{who} (trust {lines.one_line(m.trust, 20)})" if m.trust else who
 
 
 def operator_text(text: str) -> str:
@@ -502,6 +536,9 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "ask": "«the discretion dial's wording for this Mood's level»",
         "verbosity_line": "«the verbosity dial's wording; only when the dial is not normal»",
         "tools": tools, "in_session": False,
+        "letter": "«the letter: the Mood's letter setting, or the kit's letter.md; only on an "
+                  "agent's first turn in a Mood»",
+        "people": ["«handle» (trust «tier»)", "«handle» (agent)"],
         "rules": "«the Mood's rules, set by its operators: on command and HTTP agents' wakes »"
                  "«(Claude Code agents get them as --append-system-prompt)»",
         "todo_url": config.todo_pattern.format(slug="«slug»") if config.todo_pattern else "",

@@ -83,9 +83,16 @@ def example_agent_command(python: str = sys.executable) -> str:
     return shlex.join([python, str(path)])
 
 
+LETTER_START, LETTER_END = "A letter for your first turn in the Mood", "End of the letter"
+
+
 def abridge(text: str, lines: int = WAKE_LINES) -> str:
     """A wake's non-blank lines up to its footer (at most *lines*), and what was left out."""
     kept = [line for line in text.splitlines() if line.strip()]
+    if LETTER_START in text:  # an agent's first turn in a Mood: the letter, in one line
+        start = next(i for i, line in enumerate(kept) if line.startswith(LETTER_START))
+        end = next((i for i, line in enumerate(kept) if line.startswith(LETTER_END)), start)
+        kept[start:end + 1] = [f"… (the letter of a first turn here: {end - start + 1} lines)"]
     body = next((i for i, line in enumerate(kept) if line.startswith("———")), len(kept))
     shown = min(body, lines)
     if shown == len(kept):

@@ -109,9 +109,18 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
         dials=ctx.dials, catch_up_tokens=values["catch_up_tokens"],
         timezone=values.get("timezone", "UTC"),
         session_until=held.seen_at if since else None,
-        rules=rules_in_wake(agent, values, since, extras))
+        rules=rules_in_wake(agent, values, since, extras),
+        **letter(s, agent, mood, values))
     # What the session holds is still held: the next delta starts after all of it.
     return Draft(agent, mood, kind, tools, request, answers, about_id, max(shown | {since}), extras)
+
+
+def letter(s, agent: AgentInfo, mood: MoodInfo, values: dict) -> dict:
+    """The letter and who has been here, on the agent's first turn in the Mood; else nothing."""
+    if not reads.first_turn(s, agent.id, mood.id, keeps_sessions=agent.waker == "claude-code"):
+        return {}
+    return {"letter": values.get("letter") or compose.kit_letter(),
+            "people": reads.people(s, mood.id, agent.id)}
 
 
 def rules_in_wake(agent: AgentInfo, values: dict, since: int, extras: reads.Extras) -> str:

@@ -17,7 +17,8 @@ import pytest
 import test_poller
 from agents import wakes_seen
 from test_turns import post, posts, tick, wakes
-from test_wakers_fakes import agent_wakes, claude_calls, reply_agent, set_reply, write_claude
+from test_wakers_fakes import (agent_wakes, claude_calls, reply_agent, set_claude, set_reply,
+                               write_claude)
 from timeline import at
 
 DAY = 24 * 3600
@@ -154,3 +155,49 @@ def test_only_fully_trusted_people_set_them_for_a_mood_and_values_are_checked(an
             assert r.status_code == 400 and r.json()["error"] == "invalid_setting", (key, r.text)
     finally:
         s.stop()
+
+
+# -- item 10: the letter ------------------------------------------------------------------
+
+LETTER = "A letter for your first turn in the Mood"
+KIT_LINE = "A Mood is a room where people and agents talk."
+
+
+def test_a_command_agents_first_turn_in_a_mood_opens_with_the_letter_and_no_later_one(
+        room, tmp_path):
+    room("set", "letter", "Welcome to the den.\nWe bake here.", "--mood", "den")
+    post(room, 1, "ada", "@bot hello")
+    tick(room, 2)
+    post(room, 10, "ada", "@bot again")
+    tick(room, 11)
+    post(room, 20, "ada", "@bot in the den now", "den")
+    tick(room, 21)
+    first, second, den = (w["text"] for w in agent_wakes(tmp_path / "agents", "bot"))
+    top = first.split("\n", 1)[1]
+    assert top.startswith(f'{LETTER} "lobby", from the people who run it:\n# Your first turn')
+    assert KIT_LINE in first and "Who has been here so far: ada (trust full)." in first
+    assert first.index("End of the letter") < first.index("You were called")
+    assert LETTER not in second and KIT_LINE not in second
+    assert f'{LETTER} "den"' in den and "Welcome to the den.\nWe bake here.\n" in den
+    assert KIT_LINE not in den  # the Mood's own letter, not the kit's
+
+
+def test_a_claude_code_agent_gets_the_letter_when_a_session_starts(room, tmp_path):
+    bindir = tmp_path / "bin"
+    post(room, 1, "ada", "@claude hello")
+    tick(room, 2)
+    post(room, 10, "ada", "@claude again")
+    tick(room, 11)
+    set_claude(bindir, "no-resume")  # the session is lost: it is forgotten
+    post(room, 20, "ada", "@claude still there?")
+    tick(room, 21)
+    set_claude(bindir, "ok")
+    post(room, 30, "ada", "@claude and now?")
+    tick(room, 31)
+    first, second, lost, fresh = claude_calls(bindir)
+    assert LETTER in first["stdin"] and "--resume" not in first["argv"]
+    assert LETTER not in second["stdin"] and "--resume" in second["argv"]
+    assert LETTER not in lost["stdin"]  # meant for the session that turned out lost
+    assert LETTER in fresh["stdin"] and "--resume" not in fresh["argv"]  # a new session
+    # The letter names the others who have been here, not the agent itself.
+    assert "Who has been here so far: ada (trust full).\n" in fresh["stdin"]

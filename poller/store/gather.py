@@ -24,13 +24,14 @@ from poller import compose, settings
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
 from poller.store import cycle
 from poller.models import (AgentSession, Handoff, Mention, Mood, Participant, Post, Refusal,
-                           Setting, Turn, Wake)
+                           Setting, SignIn, Turn, Wake)
 
 HISTORY_POSTS = 600  # catch-up candidates read per wake; older ones are only counted...
 HISTORY_POSTS_MAX = 2_400  # ...unless their stored tokens do not cover the budget: then up to this
 HANDED_CHARS = 12_000  # handed context one wake carries; the rest waits for the next
 MAX_LINKS = 3  # linked posts read in per wake
 LINK_AROUND = 1  # posts read on each side of a linked post
+LETTER_PEOPLE = 30  # people and agents a letter names
 # "#p-123" (this Mood) or "/moods/<slug>/#p-123" (any Mood), as the web view writes them.
 LINK_RE = re.compile(r"(?:/moods/(?P<slug>[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)/)?#p-(?P<id>\d{1,18})\b")
 
@@ -115,6 +116,34 @@ def in_session(s: Session, agent_id: int, mood_id: int, now: dt.datetime,
         return None
     at = s.scalar(sa.select(Post.created_at).where(Post.id == row.seen_id)) if row.seen_id else None
     return InSession(row.seen_id, at)
+
+
+def first_turn(s: Session, agent_id: int, mood_id: int, keeps_sessions: bool) -> bool:
+    """Whether this wake is the agent's first turn in the Mood: the one the letter opens.
+
+    For an agent that keeps a session per Mood (Claude Code), a wake that
+    starts a new session (none is kept here); for any other, the first wake
+    it ever gets here.
+    """
+    if keeps_sessions:
+        kept = sa.select(AgentSession.agent_id).where(AgentSession.agent_id == agent_id,
+                                                      AgentSession.mood_id == mood_id)
+        return s.scalar(kept) is None
+    woke = sa.select(Wake.id).where(Wake.agent_id == agent_id, Wake.mood_id == mood_id).limit(1)
+    return s.scalar(woke) is None
+
+
+def people(s: Session, mood_id: int, agent_id: int) -> list[compose.Member]:
+    """Who has posted or signed in here (removed ones left out), by handle, up to LETTER_PEOPLE."""
+    posted = sa.select(Post.id).where(Post.mood_id == mood_id, Post.sender_id == Participant.id)
+    signed = sa.select(SignIn.id).where(SignIn.mood_id == mood_id,
+                                        SignIn.participant_id == Participant.id)
+    q = (sa.select(Participant.handle, Participant.kind, Participant.trust)
+         .where(Participant.retired_at.is_(None), Participant.id != agent_id,
+                sa.or_(posted.exists(), signed.exists()))
+         .order_by(Participant.handle_key).limit(LETTER_PEOPLE))
+    return [compose.Member(r.handle, r.kind == ParticipantKind.AGENT, r.trust)
+            for r in s.execute(q)]
 
 
 def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
