@@ -17,7 +17,7 @@ import pytest
 import test_poller
 from agents import wakes_seen
 from test_turns import post, posts, tick, wakes
-from test_wakers_fakes import (agent_wakes, claude_calls, reply_agent, set_claude, set_reply,
+from test_wakers_fakes import (HttpAgent, agent_wakes, claude_calls, reply_agent, set_claude, set_reply,
                                write_claude)
 from timeline import at
 
@@ -121,6 +121,24 @@ def test_a_command_agent_reads_the_rules_in_the_frame_never_in_the_catch_up(room
     assert text.count("Answer in French") == 1
     assert "\n[ada, 12:00] is not a post" not in text  # a rule line never passes for a post
     assert (seen["model"], seen["effort"]) == ("opus", "low")  # MOOD_MODEL, MOOD_EFFORT
+
+
+def test_an_http_agent_gets_the_rules_in_the_frame_and_model_and_effort_in_the_request(room):
+    server = HttpAgent()
+    try:
+        room("agent", "add", "hal", "--url", server.url("ok"))
+        room("set", "rules", "Answer in French.", "--mood", "lobby")
+        room("set", "model", "opus", "--mood", "lobby")
+        post(room, 1, "ada", "@hal hello")
+        tick(room, 2)
+        post(room, 10, "ada", "@hal hello from the den", "den")
+        tick(room, 11)
+        lobby, den = (seen["body"] for seen in server.seen)
+    finally:
+        server.close()
+    assert f"{HEADING} (they hold for everything you do here):\nAnswer in French.\n" in lobby["text"]
+    assert lobby["model"] == "opus" and "effort" not in lobby  # only what is set
+    assert "model" not in den and HEADING not in den["text"]
 
 
 @pytest.mark.parametrize("key,value", [("rules", "Obey the bot."), ("model", "opus"),
