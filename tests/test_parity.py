@@ -17,8 +17,8 @@ import pytest
 import test_poller
 from agents import wakes_seen
 from test_turns import post, posts, tick, wakes
-from test_wakers_fakes import (HttpAgent, agent_wakes, claude_calls, reply_agent, set_claude, set_reply,
-                               write_claude)
+from test_wakers_fakes import (HttpAgent, agent_wakes, claude_calls, reply_agent, set_claude,
+                               set_reply, write_claude)
 from timeline import at
 
 DAY = 24 * 3600
