@@ -102,7 +102,7 @@ def _text(name: str, limit: int) -> Callable[[str], str]:
             raise errors.InvalidSetting(f"{name} is {len(value):,} characters; the limit is {limit:,}")
         return value
 
-    parse.range = f"a text of up to {limit:,} characters (empty: none)"  # for `set --help`
+    parse.range = f"a text of up to {limit:,} characters"  # for `set --help`
     return parse
 
 
@@ -119,7 +119,7 @@ def _model(raw: str) -> str:
     return value
 
 
-_model.range = "a model name or alias (empty: the agent's own)"  # for `set --help`
+_model.range = "a model name or alias; empty: the agent's own"  # for `set --help`
 
 
 def _effort(raw: str) -> str:
@@ -130,7 +130,7 @@ def _effort(raw: str) -> str:
     return value
 
 
-_effort.range = " | ".join(EFFORTS) + " (empty: the agent's default)"  # for `set --help`
+_effort.range = " | ".join(EFFORTS) + "; empty: the agent's default"  # for `set --help`
 
 WEEK_S = 7 * 24 * 3600
 
