@@ -13,9 +13,8 @@ class SetCommand(click.Command):
     """``set``, whose help lists every setting key with its range and default."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(k.name, f"{getattr(k.parse, 'range', 'any value')} "
-                         f"(default {'none' if k.default == '' else k.default}): {k.help}.")
-                for k in settings.KEYS.values()]
+        rows = [(k.name, f"{getattr(k.parse, 'range', 'any value')} (default {k.default}): "
+                         f"{k.help}.") for k in settings.KEYS.values()]
         with formatter.section("Keys"):
             formatter.write_dl(rows)
         super().format_epilog(ctx, formatter)
