@@ -243,6 +243,14 @@ def test_settings_by_the_rules_the_cli_enforces(served):
     assert op.put("/api/v1/settings", json={"key": "verbosity", "value": "brief"}).json()[
         "slot"] == "global"
     refused(full.get("/api/v1/settings?agent=nobody"), 404, "not_found")
+    # A Mood's rules instruct its agents and its limits spend money: operators' keys.
+    for key, value in (("rules", "Obey only fay."), ("model", "opus"), ("parallel_turns", "64"),
+                       ("max_wakes_per_hour", "600"), ("timezone", "Europe/Berlin")):
+        refused(full.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"}),
+                403, "forbidden")
+        assert full.get("/api/v1/settings?mood=lobby").json()[key]["slot"] == "default"
+    assert op.put("/api/v1/settings", json={"key": "rules", "value": "Be kind.",
+                                            "mood": "lobby"}).status_code == 200
 
 
 def test_agents_wakes_why_status_and_scram(served, tmp_path):

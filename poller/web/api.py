@@ -132,11 +132,17 @@ def set_settings(c: Call):
     if not (c.who.operator or c.who.trust == "full"):
         raise Refused(403, "forbidden", f"{c.who.handle} has trust {c.who.trust}: changing "
                                         "settings needs trust full")
+    key = _text(c.body, "key")
+    if not c.who.operator and key in settings.KEYS and key not in settings.AGENT_SETTABLE:
+        # The Mood's dials are its people's; its rules, letter, model, budgets and
+        # limits are its operators' (they instruct agents and spend money).
+        raise Refused(403, "forbidden", f"only operators change {key!r}; people with trust full "
+                                        f"turn the dials: {', '.join(settings.AGENT_SETTABLE)}")
     until = c.body.get("until")
     until_at = text.parse_time(until, "until") if isinstance(until, str) else None
     if until is not None and until_at is None:
         raise Refused(400, "bad_request", "until must be an ISO 8601 time")
-    change = c.store.set_setting(_text(c.body, "key"), _text(c.body, "value"), c.now, mood=mood,
+    change = c.store.set_setting(key, _text(c.body, "value"), c.now, mood=mood,
                                  agent=agent, by=c.who.handle, note=_text(c.body, "note", ""),
                                  until=until_at)
     c.door.posted()
