@@ -148,3 +148,19 @@ def test_the_feed_wakes_only_the_moods_something_touched():
     assert feed.moved(5, 0)  # too far behind to tell: look again
     feed.version, feed.touched[4] = 4, None  # a first look after nobody listened: all look
     assert feed.moved(7, 3) and feed.moved(123, 3)
+
+
+def test_revoking_the_token_ends_an_open_stream(served):
+    ada = served.person("ada")
+    c = served.client(ada)
+    ev = Events(c, "/api/v1/moods/lobby/events")
+    try:
+        ev.wait(lambda e: e.items and e.items[0] == {"comment": "connected"}, "the opening comment")
+        served.cli("person", "token", "ada", "--revoke")
+        bob = served.client(served.person("bob"))
+        bob.post("/api/v1/moods/lobby/posts", json={"text": "after the revocation"})
+        ev._thread.join(120)
+        assert not ev._thread.is_alive()  # the server ended the stream
+        assert not any(e["data"]["text"] == "after the revocation" for e in ev.of("post"))
+    finally:
+        ev.close()

@@ -153,8 +153,18 @@ def _events_endpoint(door: Door):
             auth.require(door.caller(request), "read")
             door.store.mood(slug)
 
+        def still_allowed() -> bool:
+            """Asked again before each batch: a revoked token or an ended session ends
+            the stream instead of reading on."""
+            try:
+                auth.require(door.caller(request), "read")
+            except auth.Refused:
+                return False
+            return True
+
         await guarded(check)
-        return StreamingResponse(events.stream(door, slug, cursor), media_type="text/event-stream",
+        return StreamingResponse(events.stream(door, slug, cursor, still_allowed),
+                                 media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     return endpoint

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncIterator, Optional
+from typing import AsyncIterator, Callable, Optional
 
 from starlette.concurrency import run_in_threadpool
 
@@ -148,8 +148,10 @@ def _turn(t: access.TurnRecord) -> dict:
             "since": iso(t.since), "finished_at": iso(t.finished_at)}
 
 
-async def stream(door, slug: str, cursor: Optional[tuple[int, int]]) -> AsyncIterator[str]:
-    """The events of the Mood SLUG after *cursor* (None: from now), until disconnected."""
+async def stream(door, slug: str, cursor: Optional[tuple[int, int]],
+                 allowed: Callable[[], bool] = lambda: True) -> AsyncIterator[str]:
+    """The events of the Mood SLUG after *cursor* (None: from now), until disconnected
+    or until *allowed* (asked before each batch) says the reader may no longer read."""
     if cursor is None:
         heads = await run_in_threadpool(access.heads, door.store)
         cursor = (heads.post_id, heads.wake_id)
@@ -157,19 +159,23 @@ async def stream(door, slug: str, cursor: Optional[tuple[int, int]]) -> AsyncIte
     mood_id = (await run_in_threadpool(door.store.mood, slug)).id
     door.feed.streams += 1
     try:
-        async for chunk in _events(door, slug, mood_id, post_id, wake_id):
+        async for chunk in _events(door, slug, mood_id, post_id, wake_id, allowed):
             yield chunk
     finally:
         door.feed.streams -= 1
 
 
-async def _events(door, slug: str, mood_id: int, post_id: int,
-                  wake_id: int) -> AsyncIterator[str]:
+async def _events(door, slug: str, mood_id: int, post_id: int, wake_id: int,
+                  allowed: Callable[[], bool]) -> AsyncIterator[str]:
     yield ": connected\n\n"
     watched: set[int] = set()
     sent_working = sent_holds = None
     version = door.feed.version
+    first = True
     while True:
+        if not first and not await run_in_threadpool(allowed):
+            return  # revoked or signed out: the stream ends
+        first = False
         ch = await run_in_threadpool(access.mood_changes, door.store, slug, post_id, wake_id,
                                      tuple(watched), BATCH)
         fresh = {t.id for t in ch.turns if t.id > wake_id}
