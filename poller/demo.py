@@ -219,7 +219,7 @@ def serve(url: str, port: int = 8470, echo: Callable[[str], None] = print) -> No
 
         def announce(base: str) -> None:
             echo(f"\nThe demo's Moods are live at {base} (this machine only). Sign in as ada "
-                 f"(an operator) with this link:\n\n    {base}signin#token={token}\n\n"
+                 f"(an operator): open this link and press Sign in:\n\n    {base}signin#token={token}\n\n"
                  "Mention @helper in the lobby and watch it answer; Ctrl-C stops.")
 
         serving.run(store, cfg, Clock(), host="127.0.0.1", port=port, with_poller=True,

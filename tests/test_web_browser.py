@@ -79,6 +79,9 @@ def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site
     assert page.url == f"{served.url}/signin?next=/m/lobby"
     person.shot("signin")
     page.goto(f"{served.url}/signin#token={tokens['ada']}")  # the link `demo --serve` prints
+    page.wait_for_selector("#from-link:not([hidden])")
+    assert page.url == f"{served.url}/signin"  # the link alone signs nobody in
+    page.click("button:text('Sign in')")
     page.wait_for_url(f"{served.url}/")
     assert "#token" not in page.url and tokens["ada"] not in page.content()
     person.shot("moods")
@@ -108,6 +111,7 @@ def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site
     operator = Watched(browser.new_context(color_scheme="dark"), shots)
     op = operator.page
     op.goto(f"{served.url}/signin#token={tokens['otto']}")
+    op.click("button:text('Sign in')")
     op.wait_for_url(f"{served.url}/")
     op.click("text=Agents")
     op.wait_for_selector("td:text('helper')")
