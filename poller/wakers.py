@@ -73,6 +73,7 @@ class Outcome:
     session: Optional[str] = None
     cost: Optional[float] = None
     public: str = ""  # the kind of failure alone, for the system post in the Mood
+    unseen: bool = False  # the agent never took the wake in (e.g. its session was gone)
 
 
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ")
@@ -513,10 +514,14 @@ class ClaudeWaker:
             public = why = "the claude stream ended without a final result"
             if code:
                 why += f" (exit code {code}{_stderr_tail(proc)})"
-            # A session that cannot be resumed must not fail every turn after it.
-            forget = "" if turn.session and stream.session in (None, turn.session) else None
+            # A session that cannot be resumed must not fail every turn after it.  With
+            # no stream at all, claude never took the wake in: what it was to answer is
+            # owed again (settling sees ``unseen``).
+            never_started = stream.session is None
+            forget = "" if turn.session and never_started else None
             return Outcome("failed", error=why, note=note, public=public,
-                           session=stream.session if forget is None else forget)
+                           session=stream.session if forget is None else forget,
+                           unseen=never_started and not stream.said)
         cost = r.get("total_cost_usd")
         cost = float(cost) if isinstance(cost, (int, float)) else None
         if r.get("subtype") != "success" or r.get("is_error"):

@@ -153,7 +153,7 @@ def test_an_agent_cannot_set_them_from_a_reply(room, tmp_path, key, value):
     assert any(f"{key} cannot be changed from a reply" in n for n in notice)
 
 
-def test_only_fully_trusted_people_set_them_for_a_mood_and_values_are_checked(any_cli):
+def test_only_operators_set_them_through_the_api_and_values_are_checked(any_cli):
     import webserver
 
     s = webserver.start(any_cli.db_url)
@@ -161,15 +161,17 @@ def test_only_fully_trusted_people_set_them_for_a_mood_and_values_are_checked(an
         any_cli("mood", "add", "lobby")
         full = s.client(s.person("fay", "full"))
         look = s.client(s.person("lou", "look"))
+        op = s.client(s.person("otto", "look", operator=True))
         for key, value in (("rules", "Be kind."), ("model", "opus"), ("effort", "high"),
                            ("letter", "Welcome.")):
-            r = look.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
-            assert r.status_code == 403 and r.json()["error"] == "forbidden"
-            r = full.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
+            for who in (look, full):  # the rules instruct agents: operators' words only
+                r = who.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
+                assert r.status_code == 403 and r.json()["error"] == "forbidden"
+            r = op.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
             assert r.status_code == 200 and r.json()["new"] == value
         for key, value in (("rules", "no\x00nul"), ("rules", "x" * 2_001), ("model", "--evil"),
                            ("effort", "ultra"), ("letter", "bell\x07")):
-            r = full.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
+            r = op.put("/api/v1/settings", json={"key": key, "value": value, "mood": "lobby"})
             assert r.status_code == 400 and r.json()["error"] == "invalid_setting", (key, r.text)
     finally:
         s.stop()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from test_wakers_fakes import set_claude, write_claude
+from test_wakers_fakes import claude_calls, set_claude, write_claude
 from timeline import TimelineCli, at
 
 
@@ -87,3 +87,24 @@ def test_a_full_tool_turn_that_falls_silent_is_cut_off_though_it_has_no_time_lim
     (w,) = json.loads(c("wakes", "--json").out)
     assert (w["tools"], w["status"]) == ("full", "cut_off")
     assert "produced no output for 1 s" in c("wakes", "show", str(w["id"])).out
+
+
+# -- A session that cannot be resumed ----------------------------------------------------
+
+
+def test_a_mention_whose_session_could_not_be_resumed_is_asked_again_in_a_new_one(room):
+    c, bindir = room
+    first = ask(c, 10)
+    assert first["status"] == "replied"  # a session is kept now
+    set_claude(bindir, "no-resume")  # as Claude Code says when a session has expired
+    c("post", "lobby", "--as", "ada", "--at", at(20), "@claude URGENT: is prod down?")
+    c("tick", "--now", at(21), "--wait")
+    set_claude(bindir, "ok", reply="Prod is fine.")
+    c("tick", "--now", at(22), "--wait")
+    wakes = sorted(json.loads(c("wakes", "--json").out), key=lambda w: w["id"])
+    assert [w["status"] for w in wakes] == ["replied", "failed", "replied"]
+    calls = claude_calls(bindir)
+    assert "--resume" in calls[1]["argv"] and "--resume" not in calls[2]["argv"]  # a fresh session
+    assert "URGENT: is prod down?" in calls[2]["stdin"]
+    assert "owed again" in c("wakes", "show", str(wakes[1]["id"])).out
+    assert last_post(c)["text"] == "Prod is fine."

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from poller import blocks, errors, settings, settle
 from poller.kinds import PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
-                           Refusal, Setting, Turn, Wake)
+                           Refusal, Setting, Turn, Wake, WakePost)
 from poller import procs
 from poller.store import cycle
 from poller.store.core import Store, insert_post, resolve_in
@@ -187,6 +187,8 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str
             close(s, store.counter, w, outcome.status, outcome.error, now, public=public)
             if outcome.status == WakeStatus.CUT_OFF:
                 follow_up(s, store.counter, w, now)
+            elif getattr(outcome, "unseen", False):
+                owe_again(s, w, now)
             return w.status
         parsed = blocks.parse(outcome.reply, tools=w.tools)
         reply = settle.classify(parsed.text)
@@ -203,6 +205,21 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str
         apply_blocks(s, store.counter, w, parsed, now)
         after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
         return w.status
+
+
+def owe_again(s: Session, w: Wake, now: dt.datetime) -> None:
+    """The agent never took this wake in (its session could not be resumed, so the
+    run ended before it began): the mentions it carried are owed again, and the
+    next cycle wakes the agent for them in a fresh session."""
+    posts = list(s.scalars(sa.select(WakePost.post_id).where(WakePost.wake_id == w.id)))
+    if not posts:
+        return
+    s.execute(sa.delete(WakePost).where(WakePost.wake_id == w.id))
+    s.add_all(Owed(agent_id=w.agent_id, post_id=p, mood_id=w.mood_id) for p in posts)
+    w.error = f"{w.error}; it never began, so its {len(posts)} mention(s) are owed again"
+    l = s.get(Listener, (w.agent_id, w.mood_id))
+    if l is not None:
+        l.cooldown_until, l.due_at = None, now  # not a turn it took: no cooldown
 
 
 def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.datetime) -> None:
