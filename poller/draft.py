@@ -74,7 +74,10 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
             woke, answers = reads.posts_by_id(s, owed), list(owed)
         else:
             woke = reads.posts_by_id(s, cycle.answers(s, l.followup_of))
-        after = max(since, cycle.last_spoke_id(s, agent.id, mood.id))
+        # A session saw the Mood up to its last wake: what came after, even while
+        # that turn ran (before its reply), is new to it.  Without one, what was
+        # said since the agent last spoke.
+        after = since if held else max(since, cycle.last_spoke_id(s, agent.id, mood.id))
         hist, earlier = reads.history(s, mood.id, after, {p.id for p in woke},
                                       values["catch_up_tokens"])
         new_after = None
@@ -94,7 +97,10 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
             arrival = compose.Arrival(who.handle, who.label or who.handle, who.trust,
                                       cycle.last_said_at(s, who.participant_id, mood.id))
     if since:  # its own replies since are in the session already, as it wrote them
-        hist = [p for p in hist if not (p.sender_is_agent and p.sender == agent.handle)]
+        # (notices in its name, such as a hold or a turn that ended without a reply,
+        # it never saw: they stay)
+        hist = [p for p in hist if not (p.sender_is_agent and p.sender == agent.handle
+                                        and p.kind in ("post", "silent"))]
     tools = force_tools or tools_for(s, kind, owed)
     shown = {p.id for p in woke} | {p.id for p in hist}
     extras = reads.extras(s, agent.id, mood.id, woke, shown, now)

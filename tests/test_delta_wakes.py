@@ -138,3 +138,45 @@ def test_a_session_unused_past_archive_after_gets_the_full_catch_up(room, tmp_pa
     assert 'reason="consider"' in later and "five minutes later: anyone?" in later
     assert ("first topic: the oven" not in later) is delta
     assert (POINTER in later) is delta
+
+
+def test_a_post_made_while_the_sessions_turn_ran_reaches_its_next_wake(room, tmp_path):
+    # bob speaks after claude's wake was composed and before its reply: the
+    # session never saw it, so the next wake there must carry it.
+    import sys
+
+    bindir = tmp_path / "bin"
+    real = bindir / "claude-real"
+    (bindir / "claude").rename(real)
+    flag = bindir / "posted"
+    (bindir / "claude").write_text(f"""#!{sys.executable}
+import os, subprocess, sys
+if not os.path.exists({str(flag)!r}):
+    open({str(flag)!r}, "w").close()
+    subprocess.run([{sys.executable!r}, "-m", "poller", "--db", {room.db_url!r}, "post", "lobby",
+                    "--as", "bob", "--at", "2026-11-30T12:00:04Z",
+                    "DURING-THE-TURN the oven is on fire"], check=True)
+os.execv({str(real)!r}, [{str(real)!r}] + sys.argv[1:])
+""")
+    (bindir / "claude").chmod(0o755)
+    post(room, 1, "ada", "@claude hello")
+    tick(room, 3)
+    post(room, 20, "ada", "@claude anything new?")
+    tick(room, 21)
+    first, second = seen_by_claude(tmp_path)[:2]
+    assert "DURING-THE-TURN" not in first
+    assert "DURING-THE-TURN" in second and POINTER in second
+
+
+def test_a_notice_in_the_agents_name_reaches_its_session(room, tmp_path):
+    post(room, 1, "ada", "@claude hello")
+    tick(room, 2)  # a session now
+    set_claude(tmp_path / "bin", "error-quiet")  # resumes, says nothing, ends in an error
+    post(room, 10, "ada", "@claude and now?")
+    tick(room, 11)
+    set_claude(tmp_path / "bin", "ok")
+    post(room, 20, "ada", "@claude once more")
+    tick(room, 21)
+    last = seen_by_claude(tmp_path)[-1]
+    assert POINTER in last  # still the same session, shown only what is new
+    assert "turn ended without a reply" in last  # the notice in its name, never seen before
