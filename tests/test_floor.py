@@ -213,3 +213,122 @@ def test_an_unprompted_turn_in_flight_holds_the_floor_across_cycles(any_cli, tmp
     third = tick(cli, 60)
     assert [(w["agent"], w["kind"]) for w in third["wakes"]] == [("beta", "consider")]
     assert "done when let go" in told(tmp_path)["beta"]  # alpha's reply is in beta's catch-up
+
+
+def test_two_pollers_on_postgresql_never_give_one_mood_two_floor_holders(pg_url, tmp_path):
+    import signal
+    import time
+
+    import sqlalchemy as sa
+
+    from conftest import Cli
+    from poller.store import Store, db
+    from poller.text import utcnow
+    from test_acceptance import start_run, stop
+
+    cli = Cli(pg_url)
+    cli("init")
+    moods = [f"m{i}" for i in range(4)]
+    for m in moods:
+        cli("mood", "add", m)
+    cli("person", "add", "ada", "--trust", "full")
+    for name in ("alpha", "beta", "gamma"):
+        # a turn lasts a while, so a floor taken is held across both pollers' cycles
+        cli("agent", "add", name, "--command", agent_command(tmp_path, "slow", "0.4"))
+    for key, value in (("cooldown", "0"), ("consider_after", "0"), ("considers_per_hour", "60"),
+                       ("max_wakes_per_hour", "600")):
+        cli("set", key, value)
+    cli("tick")
+    # Two pollers share one timeline only on the wall clock.
+    pollers = [start_run(pg_url, tmp_path, name=f"p{i}", now=None) for i in range(2)]
+    engine = db.make_engine(pg_url)
+    store = Store(engine)
+    last: dict[str, int] = {}
+    try:
+        for round_ in range(3):
+            for m in moods:
+                last[m] = store.add_post(m, "ada", f"thoughts on round {round_}?", utcnow()).id
+            time.sleep(0.3)
+
+        def everyone_considered_the_last_post():
+            with engine.connect() as c:
+                rows = c.execute(sa.text(
+                    "SELECT m.slug, p.handle, l.looked_id FROM listeners l "
+                    "JOIN moods m ON m.id = l.mood_id JOIN participants p ON p.id = l.agent_id"
+                )).all()
+                busy = c.execute(sa.text(
+                    "SELECT count(*) FROM wakes WHERE status IN ('pending', 'running')")).scalar()
+            looked = {(m, a): seen for m, a, seen in rows}
+            done = all((looked.get((m, a)) or 0) >= last[m]
+                       for m in moods for a in ("alpha", "beta", "gamma"))
+            return done and busy == 0
+
+        wait_for(everyone_considered_the_last_post, timeout=600,
+                 what="every agent to consider the last post of every Mood")
+    finally:
+        for p in pollers:
+            p.send_signal(signal.SIGTERM)
+        for p in pollers:
+            stop(p)
+    with engine.connect() as c:
+        turns = c.execute(sa.text(
+            "SELECT mood_id, agent_id, started_at, finished_at FROM wakes "
+            "WHERE kind IN ('consider', 'quiet', 'arrival') ORDER BY mood_id, started_at")).all()
+        deferred = c.execute(sa.text(
+            "SELECT count(*) FROM decisions WHERE reason LIKE 'floor-taken-by-%'")).scalar()
+    engine.dispose()
+    assert all(t.started_at is not None and t.finished_at is not None for t in turns)
+    overlaps = [(a, b) for a, b in zip(turns, turns[1:])
+                if a.mood_id == b.mood_id and b.started_at < a.finished_at]
+    assert overlaps == []  # in each Mood, one unprompted turn at a time
+    assert deferred > 0  # and the floor was contended
+    logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
+    assert all(l.count("running every") == 1 and "Traceback" not in l for l in logs)
+
+
+# Recorded by running this scenario on b560f73, the commit before the floor existed.
+BEFORE_THE_FLOOR = [
+    (0, []),
+    (5, []),
+    (12, [('bot', 'lobby', 'consider', 'woke')]),
+    (30, [('bot', 'lobby', 'consider', 'woke')]),
+    (80, []),
+    (82, [('bot', 'lobby', 'mention', 'woke')]),
+    (101, [('bot', 'lobby', 'consider', 'deferred:consider-budget-until-2026-11-30T13:00:12Z')]),
+    (200, [('bot', 'lobby', 'consider', 'deferred:consider-budget-until-2026-11-30T13:00:12Z')]),
+    (215, [('bot', 'lobby', 'consider', 'deferred:consider-budget-until-2026-11-30T13:00:12Z')]),
+    (300, [('bot', 'lobby', 'consider', 'deferred:consider-budget-until-2026-11-30T13:00:12Z')]),
+    (302, [('bot', 'lobby', 'arrival', 'woke')]),
+    (400, []),
+    (1400, [('bot', 'lobby', 'quiet', 'woke')]),
+    (2200, [('bot', 'lobby', 'quiet', 'woke')]),
+    (4000, [('bot', 'lobby', 'quiet', 'woke')]),
+    (4002, [('bot', 'lobby', 'mention', 'woke')]),
+]
+
+
+def test_with_one_agent_the_decisions_are_the_same_as_before_the_floor(cli, tmp_path):
+    cli = TimelineCli(cli.db_url)
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("person", "add", "cy", "--trust", "look")
+    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "reply"))
+    cli("set", "considers_per_hour", "2")
+    cli("set", "idle_after", "600")
+    cli("set", "cooldown", "0")
+    out = []
+
+    def step(s):
+        out.append((s, [(d["agent"], d["mood"], d["kind"], d["code"])
+                        for d in tick(cli, s)["decisions"]]))
+
+    step(0)
+    post(cli, 1, "hello there"); step(5); step(12)  # noqa: E702
+    post(cli, 13, "more chatter"); step(30); step(80)  # noqa: E702
+    post(cli, 81, "@bot a question"); step(82)  # noqa: E702
+    post(cli, 90, "and chatter again"); step(101); step(200)  # noqa: E702
+    post(cli, 201, "a third bit"); step(215); step(300)  # noqa: E702
+    cli("signin", "cy", "--mood", "lobby", "--at", at(301)); step(302); step(400)  # noqa: E702
+    step(1400); step(2200); step(4000)  # noqa: E702
+    post(cli, 4001, "@bot again"); step(4002)  # noqa: E702
+    assert out == BEFORE_THE_FLOOR
