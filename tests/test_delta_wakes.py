@@ -74,7 +74,8 @@ def test_a_session_is_shown_each_post_once_and_a_sessionless_agent_everything(ro
     assert "as earlier in this session." in second and "This turn has your full tools" in second
 
     post(room, 20, "bob", "chatter: who took the last coffee")
-    tick(room, 31)  # the chatter has settled: a consider for each agent
+    tick(room, 31)  # the chatter has settled: one agent takes the floor for a consider,
+    tick(room, 32)  # the other is weighed again once that turn has ended
     consider = seen_by_claude(tmp_path)[2]
     assert 'reason="consider"' in consider and "who took the last coffee" in consider
     for old in ("first topic", "second topic", "and the tests?"):
@@ -133,7 +134,8 @@ def test_a_session_unused_past_archive_after_gets_the_full_catch_up(room, tmp_pa
     post(room, 2, "ada", "@claude hello")
     tick(room, 3)
     post(room, 300, "bob", "five minutes later: anyone?")
-    tick(room, 311)  # a consider, five minutes after the session was last used
+    tick(room, 311)  # a consider, five minutes after the session was last used (one agent
+    tick(room, 312)  # takes the floor; the other's consider comes once its turn has ended)
     later = seen_by_claude(tmp_path)[1]
     assert 'reason="consider"' in later and "five minutes later: anyone?" in later
     assert ("first topic: the oven" not in later) is delta
