@@ -27,6 +27,13 @@ mention, last 50 messages".
 
 Target: the shipped strategy (a) + (b) at most 1/5 of "every message, last
 50 messages".  Prints CPU and wall time per simulated day.
+
+Then the floor (issue 16): the same kind of day with three agents in every
+Mood, shipped strategy, once as shipped (one floor per Mood: of the agents
+that could speak unasked at once, one does, the others after its turn) and
+once with the floor taken out: unprompted wakes and prompt tokens of each,
+and mentions missed (must be 0).  Target: unprompted wakes with the floor
+at most 0.45x those without.
 Run: ``python bench/tokens_per_wake.py [--quick]``.
 """
 
@@ -42,14 +49,16 @@ import _common
 
 import sqlalchemy as sa  # noqa: E402
 
-from poller import draft, lines as wake_lines, loop, wakers  # noqa: E402
+from poller import draft, law, lines as wake_lines, loop, wakers  # noqa: E402
 from poller.kinds import WakeKind  # noqa: E402
-from poller.store import turns  # noqa: E402
-from poller.models import Participant, Wake, WakePost  # noqa: E402
+from poller.store import cycle, facts, turns  # noqa: E402
+from poller.models import Decision, Participant, Wake, WakePost  # noqa: E402
 
 DAY0 = dt.datetime(2026, 3, 2, 0, 0, tzinfo=dt.timezone.utc)
 MOODS = 40
 AGENTS = ("helper", "scout")
+CROWD = ("helper", "scout", "critic")  # the floor's day: three agents in every Mood
+UNPROMPTED = ("consider", "quiet", "arrival")
 PEOPLE = ("alice", "bob", "carol", "dmitri", "eun-ji", "farid", "gus", "hana", "ines", "jo")
 STEP = dt.timedelta(seconds=30)
 WINDOW = 50
@@ -87,7 +96,8 @@ class InstantLauncher(_common.ListLauncher):
                              now + dt.timedelta(seconds=5))
 
 
-def simulate_day(slugs: list[str], seed: int = 11) -> tuple[list[tuple], list[tuple]]:
+def simulate_day(slugs: list[str], seed: int = 11,
+                 agents: tuple[str, ...] = AGENTS) -> tuple[list[tuple], list[tuple]]:
     """(posts, sign-ins) of the day, each stamped, oldest first."""
     rng = random.Random(seed)
     posts, signins = [], []
@@ -98,7 +108,7 @@ def simulate_day(slugs: list[str], seed: int = 11) -> tuple[list[tuple], list[tu
             for _ in range(rng.randint(3, 14)):
                 body = rng.choice(_common.CHATTER)
                 if rng.random() < 0.05:
-                    body = f"@{rng.choice(AGENTS)} {body}"
+                    body = f"@{rng.choice(agents)} {body}"
                 posts.append((slug, rng.choice(talkers), body, at))
                 at += dt.timedelta(seconds=rng.uniform(15, 120))
         for person in rng.sample(PEOPLE, 3):
@@ -127,11 +137,11 @@ def baselines(store, posts: list[tuple]) -> dict[str, tuple[int, int]]:
 
 
 def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool,
-            delta_kinds: frozenset, db_url: str | None) -> dict:
+            delta_kinds: frozenset, db_url: str | None, agents: tuple[str, ...] = AGENTS) -> dict:
     """One simulated day on a fresh database; what its wakes cost and what they missed."""
     draft.DELTA_KINDS = delta_kinds
     _, store, cfg = _common.database(db_url)
-    _common.build_world(store, moods, AGENTS, PEOPLE, now=DAY0)
+    _common.build_world(store, moods, agents, PEOPLE, now=DAY0)
     poller = loop.Poller(store, cfg, launcher=InstantLauncher(store, sessions))
     now, pi, si = DAY0, 0, 0
     mentions: list[tuple[int, str, str]] = []  # (post id, agent, text)
@@ -147,7 +157,7 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
         if batch:
             ids = store.add_posts(batch)
             mentions += [(i, a, body) for i, (_, _, body, _) in zip(ids, batch)
-                         for a in AGENTS if f"@{a}" in body]
+                         for a in agents if f"@{a}" in body]
         while si < len(signins) and signins[si][2] <= now:
             who, slug, at = signins[si]
             store.add_signin(who, slug, at)
@@ -157,6 +167,8 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
     poller.release()
     with store.reading() as s:
         rows = s.execute(sa.select(Wake.kind, Wake.prompt_tokens)).all()
+        floors = s.execute(sa.select(sa.func.coalesce(sa.func.sum(Decision.count), 0))
+                           .where(Decision.reason.like("floor-taken-by-%"))).scalar()
         answered = s.execute(sa.select(WakePost.post_id, Participant.handle, Wake.text)
                              .join(Wake, Wake.id == WakePost.wake_id)
                              .join(Participant, Participant.id == WakePost.agent_id)).all()
@@ -165,7 +177,7 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
     missed = sum(1 for post_id, agent, body in mentions
                  if wake_lines.quote(body) not in shown.get((post_id, agent), ""))
     return {"rows": rows, "mentions": len(mentions), "missed": missed, "cpu": cpu, "wall": wall,
-            "store": store}
+            "store": store, "floors": floors}
 
 
 def describe(name: str, day: dict, replay: int) -> None:
@@ -204,6 +216,52 @@ def main() -> None:
     met = shipped * 5 <= replay and missed == 0
     print(f"target: {SHIPPED} <= 1/5 of the replay with no mention missed: "
           f"{'met' if met else 'MISSED'} ({shipped:,} vs {replay / 5:,.0f}; {missed} missed)")
+    floor_days(slugs, args.db)
+
+
+def without_floor() -> dict:
+    """Take the floor out (the bench's comparison only): no kind shares a floor, and
+    the wakes in flight of other agents are not counted; returns what to put back."""
+    saved = {"unprompted": law.UNPROMPTED, "cycle": cycle.floor_others,
+             "batch": facts.Batch.floor_others}
+    law.UNPROMPTED = frozenset()
+    cycle.floor_others = lambda s, agent_id, mood_id: 0
+    facts.Batch.floor_others = lambda self, agent_id, mood_id: 0
+    return saved
+
+
+def put_back(saved: dict) -> None:
+    law.UNPROMPTED = saved["unprompted"]
+    cycle.floor_others = saved["cycle"]
+    facts.Batch.floor_others = saved["batch"]
+
+
+def floor_days(slugs: list[str], db_url: str | None) -> bool:
+    """Three agents in every Mood, with and without the floor; True if the target is met."""
+    posts, signins = simulate_day(slugs, agents=CROWD)
+    sessions, kinds = STRATEGIES[SHIPPED]
+    print(f"\nthe floor: {len(slugs)} Moods, {len(CROWD)} agents in each, {len(posts):,} people's "
+          f"posts, {len(signins)} sign-ins, {SHIPPED}")
+    with_floor = run_day(len(slugs), posts, signins, sessions, kinds, db_url, CROWD)
+    saved = without_floor()
+    try:
+        no_floor = run_day(len(slugs), posts, signins, sessions, kinds, db_url, CROWD)
+    finally:
+        put_back(saved)
+    counts = {}
+    for name, day in (("without the floor", no_floor), ("with the floor", with_floor)):
+        unprompted = [t for k, t in day["rows"] if k in UNPROMPTED]
+        counts[name] = len(unprompted)
+        print(f"{name}: {len(day['rows']):,} wakes ({len(unprompted):,} unprompted), "
+              f"{sum(t for _, t in day['rows']):,} prompt tokens ({sum(unprompted):,} unprompted); "
+              f"mentions missed {day['missed']} of {day['mentions']}; "
+              f"{day['floors']:,} deferrals to a floor taken; {day['cpu']:.1f} s CPU")
+    ratio = counts["with the floor"] / max(1, counts["without the floor"])
+    missed = with_floor["missed"] + no_floor["missed"]
+    met = ratio <= 0.45 and missed == 0
+    print(f"target: unprompted wakes with the floor <= 0.45x without, no mention missed: "
+          f"{'met' if met else 'MISSED'} ({ratio:.2f}x; {missed} missed)")
+    return met
 
 
 if __name__ == "__main__":
