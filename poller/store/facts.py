@@ -336,7 +336,7 @@ def _floor(conn, batch: Batch) -> None:
     w, who = Wake.__table__, Participant.__table__
     q = (sa.select(w.c.mood_id, w.c.agent_id, who.c.handle)
          .join(who, who.c.id == w.c.agent_id)
-         .where(w.c.mood_id.in_(batch.moods), w.c.status.in_(IN_FLIGHT),
+         .where(w.c.mood_id.in_(list(batch.moods)), w.c.status.in_(IN_FLIGHT),
                 w.c.kind.in_(sorted(UNPROMPTED)))
          .order_by(w.c.id))
     for mood_id, agent_id, handle in conn.execute(q):
