@@ -207,6 +207,8 @@ def test_an_unprompted_turn_in_flight_holds_the_floor_across_cycles(any_cli, tmp
     # as it stands now: alpha's turn in flight is load, so beta (equally ready) is ahead
     assert [(s["agent"], s["score"], s["load"]) for s in floor["order"]] == [
         ("beta", 12.0, 0), ("alpha", 11.0, 1)]
+    said = cli("why", "--mood", "lobby", "--agent", "beta").out
+    assert "the floor is @alpha's; initiative order now: @beta 12, @alpha 11" in said
     open_gate(gate)
     wait_for(lambda: all(w["status"] not in ("pending", "running") for w in wakes(cli)),
              what="alpha's turn to end")
