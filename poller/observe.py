@@ -124,6 +124,7 @@ def _aside_json(q: ops.QuarantineRecord) -> dict:
 def status(store: Store, now: dt.datetime) -> dict:
     with store.reading() as s:
         o = ops.overview(s)
+        states = ops.agent_states(s)
         scram = _scram(s)
         aside = [_aside_json(q) for q in ops.quarantined(s)]
     agents = []
@@ -131,8 +132,19 @@ def status(store: Store, now: dt.datetime) -> dict:
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
         holds = [{"mood": h.mood, "reason": h.reason} for h in o.holds if h.agent_id == agent_id]
         st = "at work" if at_work else ("holding" if holds else "idle")
-        agents.append({"handle": handle, "state": st, "at_work": at_work, "held": holds,
-                       "owed": o.owed.get(agent_id, 0)})
+        state = states.get(agent_id)
+        last, said = (state.last_turn, state.last_decision) if state else (None, None)
+        agents.append({
+            "handle": handle, "state": st, "at_work": at_work, "held": holds,
+            "owed": o.owed.get(agent_id, 0),
+            "load": len(at_work),  # its turns in flight, anywhere
+            "next_ready": [{"mood": d.mood, "at": iso(d.due_at)}
+                           for d in (state.next_ready if state else [])],
+            "last_turn": None if last is None else {
+                "id": last.id, "mood": last.mood, "kind": last.kind, "status": last.status,
+                "at": iso(last.finished_at)},
+            "why": None if said is None else {**said, "at": iso(said["at"])},
+        })
     return {"scram": scram, "agents": sorted(agents, key=lambda a: a["handle"].lower()),
             "in_flight": [{"id": w.id, "agent": w.agent, "mood": w.mood, "kind": w.kind,
                            "status": w.status, "since": iso(w.started_at or w.created_at)}

@@ -334,3 +334,52 @@ def test_with_one_agent_the_decisions_are_the_same_as_before_the_floor(cli, tmp_
     step(1400); step(2200); step(4000)  # noqa: E702
     post(cli, 4001, "@bot again"); step(4002)  # noqa: E702
     assert out == BEFORE_THE_FLOOR
+
+
+# -- status: each agent inspectable (issue 16, item 4) -----------------------------------
+
+
+def test_status_json_gives_each_agent_its_load_next_ready_times_last_turn_and_why(any_cli, tmp_path):
+    import json as json_mod
+
+    from agents import agent_command, open_gate
+    from timeline import TimelineCli, at
+    from waiting import wait_for
+
+    c = TimelineCli(any_cli.db_url)
+    c("mood", "add", "lobby")
+    c("mood", "add", "attic")
+    c("person", "add", "ada", "--trust", "full")
+    c("set", "cooldown", "0")
+    gate = tmp_path / "gate"
+    c("agent", "add", "slow", "--command", agent_command(tmp_path, "gate", str(gate)))
+    (tmp_path / "q").mkdir()
+    c("agent", "add", "quick", "--command", agent_command(tmp_path / "q", "reply"))
+    c("tick", "--now", at(0), "--wait")
+    c("post", "lobby", "--as", "ada", "--at", at(1), "@quick hello")
+    c("tick", "--now", at(2), "--wait")
+    c("post", "attic", "--as", "ada", "--at", at(3), "@slow take your time")
+    c("tick", "--now", at(4))  # slow's turn starts and stays open until the gate opens
+    try:
+        def slow_running():
+            st = json_mod.loads(c("status", "--json", "--now", at(5)).out)
+            return st if any(a["handle"] == "slow" and a["load"] == 1 for a in st["agents"]) else None
+
+        st = wait_for(slow_running, what="slow's turn to be at work")
+        agents = {a["handle"]: a for a in st["agents"]}
+        assert agents["slow"]["state"] == "at work" and agents["slow"]["at_work"] == ["attic"]
+        quick = agents["quick"]
+        assert quick["load"] == 0 and quick["state"] == "idle"
+        assert quick["last_turn"]["mood"] == "lobby" and quick["last_turn"]["status"] == "replied"
+        assert quick["why"]["outcome"] in {"wake", "defer", "skip", "hold"}
+        assert all(set(n) == {"mood", "at"} for n in quick["next_ready"])
+        assert [n["at"] for n in quick["next_ready"]] == sorted(n["at"] for n in quick["next_ready"])
+        assert agents["slow"]["last_turn"] is None  # none has ended yet
+    finally:
+        open_gate(gate)
+
+        def slow_done():
+            st = json_mod.loads(c("status", "--json", "--now", at(6)).out)
+            return not st["in_flight"]
+
+        wait_for(slow_done, what="slow's turn to end")  # no runner outlives the test

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller.kinds import IN_FLIGHT, PostKind
-from poller.models import Agent, Listener, Mood, Owed, Participant, Post, Wake
+from poller.models import Agent, Decision, Listener, Mood, Owed, Participant, Post, Wake
 from poller.store import cycle
 
 
@@ -152,6 +152,37 @@ class Overview:
     due: list[Due]
     agents: dict[int, str]
     owed: dict[int, int]  # mentions owed an answer, by agent
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """One agent's side of ``status``: when each of its Moods is next looked at, how its
+    last turn ended, and the last thing the law said of it."""
+
+    next_ready: list[Due]  # its listeners with a time set, soonest first
+    last_turn: Optional[WakeRecord]
+    last_decision: Optional[dict]
+
+
+def agent_states(s: Session, per_agent: int = 10) -> dict[int, AgentState]:
+    handles, slugs = _names(s)
+    out: dict[int, AgentState] = {}
+    for a in cycle.agents(s).values():
+        due = [Due(a.handle, slugs[r.mood_id], r.due_at) for r in s.execute(
+            sa.select(Listener.mood_id, Listener.due_at)
+            .where(Listener.agent_id == a.id, Listener.due_at.is_not(None))
+            .order_by(Listener.due_at).limit(per_agent))]
+        w = s.scalar(sa.select(Wake).where(Wake.agent_id == a.id, Wake.finished_at.is_not(None))
+                     .order_by(Wake.finished_at.desc(), Wake.id.desc()).limit(1))
+        d = s.execute(sa.select(Decision.mood_id, Decision.kind, Decision.outcome, Decision.reason,
+                                Decision.last_at)
+                      .where(Decision.agent_id == a.id)
+                      .order_by(Decision.last_at.desc(), Decision.id.desc()).limit(1)).first()
+        out[a.id] = AgentState(
+            due, _record(s, w, handles, slugs) if w is not None else None,
+            None if d is None else {"mood": slugs.get(d.mood_id), "kind": d.kind,
+                                    "outcome": d.outcome, "reason": d.reason, "at": d.last_at})
+    return out
 
 
 def overview(s: Session, due_limit: int = 10) -> Overview:
