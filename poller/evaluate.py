@@ -42,6 +42,18 @@ HOLD_WORDS = {
 }
 
 
+LISTENING_GATES = ("listening-mentions", "listening-off")
+
+
+def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> None:
+    """Posts missed while listening was ``mentions`` or ``off`` are considered once it is
+    back on: ``consider_after`` from when this pair is first looked at with it on (the
+    settings' change makes every such pair due at once), within the usual budget."""
+    if (l.consider_from_id and l.consider_due_at is None and values["listening"] == "on"
+            and not archived):
+        l.consider_due_at = now + dt.timedelta(seconds=values["consider_after"])
+
+
 def due_kinds(l, owed: list[int], now: dt.datetime) -> list[str]:
     """The kinds due on this listener, in the order they are weighed."""
     kinds = []
@@ -114,6 +126,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     base: Optional[dict] = None  # read only when a kind gets past the settings' gates
     retry: list[Optional[dt.datetime]] = []
     said = []
+    remembered_consider(l, values, mood.archived, now)
     for kind in due_kinds(l, owed, now):
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until)
         if decision is None:
@@ -227,6 +240,10 @@ def after(ctx: Context, s, decision: law.Decision, kind: str, l: ListenerRow, ag
     if decision.outcome == Outcome.SKIP:
         if kind == WakeKind.ARRIVAL:
             l.arrival_signin_id = drafts.next_arrival(ctx, s, l, now)
+        elif kind == WakeKind.CONSIDER and decision.reason in LISTENING_GATES:
+            # Not now, but what was said meanwhile stays to consider: when listening
+            # is back on, a consider of it comes due (see ``remembered_consider``).
+            l.consider_due_at = None
         elif kind == WakeKind.CONSIDER:
             l.consider_from_id, l.consider_due_at = 0, None
         elif kind == WakeKind.QUIET:

@@ -169,8 +169,12 @@ _MAX: dict = {}  # one statement per column, built once
 
 
 def lift_holds(s: Session, now: dt.datetime) -> None:
-    """Make every held listener due now (new settings may lift a hold)."""
-    s.execute(sa.update(Listener).where(Listener.hold_reason.is_not(None)).values(due_at=now))
+    """Make every held listener due now (new settings may lift a hold), and every one
+    keeping posts to consider that listening set aside (listening may be back on)."""
+    s.execute(sa.update(Listener).where(sa.or_(
+        Listener.hold_reason.is_not(None),
+        sa.and_(Listener.consider_from_id != 0, Listener.consider_due_at.is_(None))))
+        .values(due_at=now))
 
 
 # -- Settings, cached per cycle ------------------------------------------------------
