@@ -152,12 +152,18 @@ def _pacing(f: Facts) -> Optional[Decision]:
         return None  # mentions, and the follow-up of a turn cut off, are never cooled down
     if f.cooldown_until is not None and f.cooldown_until > f.now:
         return Decision(Outcome.DEFER, "cooldown", f.cooldown_until)
+    if f.kind == WakeKind.CONSIDER and f.running_for_agent:
+        # At work elsewhere: it would weigh in on talk here with its mind on other work.
+        return Decision(Outcome.DEFER, "busy-elsewhere", f.now + BUSY_ELSEWHERE_RECHECK)
     if f.kind == WakeKind.CONSIDER:
         budget = f.settings["considers_per_hour"]
         recent = sorted(t for t in f.considers_last_hour if t > f.now - HOUR)
         if len(recent) >= budget:
             return Decision(Outcome.DEFER, "consider-budget", recent[len(recent) - budget] + HOUR)
     return None
+
+
+BUSY_ELSEWHERE_RECHECK = dt.timedelta(seconds=30)  # a consider waits out a turn elsewhere
 
 
 def _floor(f: Facts) -> Optional[Decision]:

@@ -113,3 +113,12 @@ def test_the_gate_says_what_decide_says_first_whenever_it_speaks():
             assert gated == full, (kind, listening, archived)
         else:
             assert full.reason not in ("archived", "listening-off", "listening-mentions")
+
+
+def test_a_consider_waits_while_the_agent_is_at_work_elsewhere_and_nothing_else_does():
+    d = law.decide(facts("consider", running_for_agent=1))
+    assert (d.outcome, d.reason) == ("defer", "busy-elsewhere")
+    assert d.next_due == NOW + law.BUSY_ELSEWHERE_RECHECK
+    for kind in ("mention", "quiet", "arrival"):
+        assert law.decide(facts(kind, running_for_agent=1)).outcome == "wake"
+    assert law.decide(facts("consider", running_for_agent=0)).outcome == "wake"

@@ -1,5 +1,6 @@
-"""Posts said while an agent listened only for mentions (or not at all) are considered
-when its listening is back on (issue 15, item 1)."""
+"""When a consider comes: posts said while an agent listened only for mentions (or not
+at all) are considered when its listening is back on, and a consider waits while the
+agent is at work in another Mood."""
 
 from __future__ import annotations
 
@@ -54,3 +55,28 @@ def test_listening_on_all_along_considers_as_before(room, tmp_path):
     c("post", "lobby", "--as", "ada", "--at", at(10), "the deploy is stuck again")
     c("tick", "--now", at(30), "--wait")
     assert [w["kind"] for w in wakes(c)] == ["consider"]
+
+
+def test_a_consider_waits_while_the_agent_is_at_work_in_another_mood(any_cli, tmp_path):
+    from agents import open_gate
+    from waiting import wait_for
+
+    c = TimelineCli(any_cli.db_url)
+    c("mood", "add", "lobby")
+    c("mood", "add", "attic")
+    c("person", "add", "ada", "--trust", "full")
+    c("set", "cooldown", "0")
+    gate = tmp_path / "gate"
+    c("agent", "add", "helper", "--command", agent_command(tmp_path, "gate", str(gate)))
+    c("tick", "--now", at(0), "--wait")
+    c("post", "attic", "--as", "ada", "--at", at(1), "@helper a long job, please")
+    c("tick", "--now", at(2))  # its turn in the attic starts and stays open
+    wait_for(lambda: any(w["status"] == "running" for w in wakes(c)), what="the attic turn to run")
+    c("post", "lobby", "--as", "ada", "--at", at(3), "meanwhile in the lobby")
+    c("tick", "--now", at(20))  # the lobby talk has settled: a consider would be due
+    assert "busy-elsewhere" in c("why", "helper", "lobby", "--now", at(21)).out
+    assert [w["kind"] for w in wakes(c)] == ["mention"]
+    open_gate(gate)
+    wait_for(lambda: all(w["status"] != "running" for w in wakes(c)), what="the attic turn to end")
+    c("tick", "--now", at(60), "--wait")
+    assert [w["kind"] for w in wakes(c)] == ["mention", "consider"]
