@@ -308,3 +308,12 @@ def test_entering_wal_gives_up_at_its_deadline_and_passes_other_errors_at_once()
     with pytest.raises(sqlite3.OperationalError, match="disk"):
         db._enter_wal(other)
     assert other.calls == 1
+
+
+def test_no_postgresql_statement_waits_for_a_lock_forever(pg_url):
+    engine = db.make_engine(pg_url)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW lock_timeout").scalar() == "1min"
+    finally:
+        engine.dispose()

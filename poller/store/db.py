@@ -24,6 +24,10 @@ from poller import errors
 from poller.secure import mask_text, mask_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # longer than any one write the loop makes, LLM summary included
+# No statement waits longer than this for a lock (PostgreSQL): a wait the deadlock
+# detector cannot see (the holder idle in its transaction) becomes an error the
+# loop retries, instead of a poller that no longer cycles or stops.
+PG_LOCK_TIMEOUT_MS = 60_000
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 VERSION_TABLE = "alembic_version"  # Alembic's default, where it records the schema's revision
 
@@ -54,7 +58,8 @@ def make_engine(url: str) -> Engine:
     else:
         try:
             engine = sa.create_engine(parsed, pool_pre_ping=True,
-                                      connect_args={"connect_timeout": 10})
+                                      connect_args={"connect_timeout": 10,
+                                                    "options": f"-c lock_timeout={PG_LOCK_TIMEOUT_MS}"})
         except Exception as exc:  # missing driver, bad options
             reason = _missing_driver(parsed, exc) or _first_line(exc)
             raise errors.StoreError(f"cannot open database {where}: {mask_text(reason)}") from None
