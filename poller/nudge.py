@@ -25,6 +25,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import select
 import socket
 import threading
 from typing import Callable, Optional
@@ -33,13 +34,27 @@ CHANNEL = "mood_poller"  # the PostgreSQL NOTIFY channel
 
 
 class Doorbell:
-    """An event a loop sleeps on and anyone may ring."""
+    """A bell a loop sleeps on and anyone may ring: any thread, or a signal handler.
+
+    Ringing writes a byte to a pipe and takes no lock, so a handler that runs
+    in the middle of another ring (two SIGTERMs in a row) cannot deadlock the
+    thread it interrupted.
+    """
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._r, self._w = os.pipe()  # not inherited by child processes
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
 
     def ring(self) -> None:
-        self._event.set()
+        try:
+            os.write(self._w, b"\0")
+        except OSError:  # the pipe is full: it has been rung already
+            pass
+
+    def pending(self) -> bool:
+        """Whether it has been rung since the last sleep (the ring is left in place)."""
+        return bool(select.select([self._r], [], [], 0)[0])
 
     def sleep(self, timeout: float) -> bool:
         """Sleep up to *timeout* seconds or until rung; True if it was rung.
@@ -47,9 +62,31 @@ class Doorbell:
         A ring during the cycle before the sleep ends the sleep at once, so
         nothing committed while a cycle ran waits for the interval.
         """
-        rung = self._event.wait(timeout)
-        self._event.clear()
-        return rung
+        select.select([self._r], [], [], max(0.0, timeout))
+        rung = False
+        while True:
+            try:
+                chunk = os.read(self._r, 4096)
+            except BlockingIOError:
+                return rung
+            if not chunk:
+                return rung
+            rung = True
+
+
+class Stop:
+    """The loop's stop flag, safe to set from a signal handler: it takes no lock, and
+    it rings :data:`BELL` so a sleeping loop sees it at once."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+        BELL.ring()
+
+    def is_set(self) -> bool:
+        return self._set
 
 
 BELL = Doorbell()

@@ -31,7 +31,7 @@ def bell():
 
 
 def rung(bell: nudge.Doorbell) -> bool:
-    return bell._event.is_set()
+    return bell.pending()
 
 
 def test_a_rung_bell_ends_the_next_sleep_once(bell):
@@ -113,3 +113,25 @@ def test_run_answers_a_mention_at_once_though_its_interval_is_an_hour(any_cli, t
             wait_for(lambda: len(replies()) >= n, what=f"the agent's answer to mention {n}")
     finally:
         assert stop(poller) == 0
+
+
+def test_a_burst_of_sigterms_stops_run_cleanly(any_cli, tmp_path):
+    # A signal that arrives while the handler of the one before is ringing the bell
+    # must not deadlock the loop it interrupted (a ring takes no lock).
+    import os
+    import signal as sig
+
+    from waiting import HANG_GUARD_S
+
+    cli = TimelineCli(any_cli.db_url)
+    cli("mood", "add", "lobby")
+    poller = start_run(any_cli.db_url, tmp_path, "--interval", "0.01")
+    try:
+        wait_for(lambda: "running every" in (tmp_path / "run.log").read_text(),
+                 what="the poller to run")
+        for _ in range(300):
+            os.kill(poller.pid, sig.SIGTERM)
+        assert poller.wait(HANG_GUARD_S) == 0
+    finally:
+        if poller.poll() is None:
+            poller.kill()

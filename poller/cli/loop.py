@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import threading
 
 import click
 
@@ -120,9 +119,9 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None
     if interval <= 0:
         raise errors.UserError("--interval must be positive")
     poller = _poller(app, detach=False)
-    stop = threading.Event()
+    stop = nudge.Stop()  # set from the signal handler: no lock may be taken there
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: (stop.set(), nudge.BELL.ring()))
+        signal.signal(sig, lambda *_: stop.set())
     import logging
 
     logging.getLogger("poller").info("poller %s running every %gs", poller.holder, interval,
