@@ -343,14 +343,10 @@ def test_status_json_gives_each_agent_its_load_next_ready_times_last_turn_and_wh
     import json as json_mod
 
     from agents import agent_command, open_gate
-    from timeline import TimelineCli, at
+    from timeline import TimelineCli, at, two_moods
     from waiting import wait_for
 
-    c = TimelineCli(any_cli.db_url)
-    c("mood", "add", "lobby")
-    c("mood", "add", "attic")
-    c("person", "add", "ada", "--trust", "full")
-    c("set", "cooldown", "0")
+    c = two_moods(TimelineCli(any_cli.db_url))
     gate = tmp_path / "gate"
     c("agent", "add", "slow", "--command", agent_command(tmp_path, "gate", str(gate)))
     (tmp_path / "q").mkdir()

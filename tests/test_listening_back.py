@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agents import agent_command, wakes_seen
-from timeline import TimelineCli, at
+from timeline import TimelineCli, at, two_moods
 
 
 @pytest.fixture
@@ -61,11 +61,7 @@ def test_a_consider_waits_while_the_agent_is_at_work_in_another_mood(any_cli, tm
     from agents import open_gate
     from waiting import wait_for
 
-    c = TimelineCli(any_cli.db_url)
-    c("mood", "add", "lobby")
-    c("mood", "add", "attic")
-    c("person", "add", "ada", "--trust", "full")
-    c("set", "cooldown", "0")
+    c = two_moods(TimelineCli(any_cli.db_url))
     gate = tmp_path / "gate"
     c("agent", "add", "helper", "--command", agent_command(tmp_path, "gate", str(gate)))
     c("tick", "--now", at(0), "--wait")

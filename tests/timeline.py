@@ -37,3 +37,12 @@ class TimelineCli(Cli):
 
     def __call__(self, *args: str, input: str | bytes | None = None, ok: bool = True):
         return super().__call__("--now", at(self.now), *args, input=input, ok=ok)
+
+
+def two_moods(c: TimelineCli) -> TimelineCli:
+    """The lobby and the attic, ada (trust full) to talk in them, no cooldown."""
+    c("mood", "add", "lobby")
+    c("mood", "add", "attic")
+    c("person", "add", "ada", "--trust", "full")
+    c("set", "cooldown", "0")
+    return c
