@@ -1,0 +1,21 @@
+"""Scheduled wakes and check-in agreements.
+
+Revision ID: 0012
+Revises: 0011
+Create Date: 2026-12-01 19:45:00
+"""
+from __future__ import annotations
+
+
+revision = '0012'
+down_revision = '0011'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
