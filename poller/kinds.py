@@ -82,3 +82,29 @@ class Outcome(StrEnum):
 
 def names(enum) -> tuple[str, ...]:
     return tuple(m.value for m in enum)
+
+
+class Bridge(StrEnum):
+    """Where the outbox delivers: a chat a bridge speaks for, or webhook subscribers."""
+
+    MATRIX = "matrix"
+    WEBHOOK = "webhook"
+
+
+class OutboxStatus(StrEnum):
+    """pending -> sent, or failed once its attempts run out (``outbox retry``: pending again)."""
+
+    PENDING = "pending"
+    SENT = "sent"
+    FAILED = "failed"
+
+
+class OutboxEvent(StrEnum):
+    """What an outbox item carries."""
+
+    POST = "post"  # a person's post (webhooks)
+    REPLY = "reply"  # an agent's reply
+    SILENT = "silent"  # an agent stayed silent (webhooks; nothing is shown in a chat)
+    NOTICE = "notice"  # the service's own note: a hold, a failure, a refused block
+    TURN_STARTED = "turn_started"
+    TURN_ENDED = "turn_ended"

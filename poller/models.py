@@ -435,3 +435,92 @@ class PollerBeat(Base):
     at: Mapped[dt.datetime]
     interval: Mapped[float]
     took: Mapped[float]  # seconds the cycle took
+
+
+# -- Bridges: external ids, the outbox, webhook subscribers (migration 0013) -------------
+
+
+class BridgeLink(Base):
+    """A Mood or a person as a bridge names it: a Matrix room id or alias, a user id.
+
+    ``local_id`` is the Mood's id (``kind`` ``mood``) or the participant's
+    (``person``); ``options`` holds per-link switches (``legacy`` for a room
+    where a bare name in the body counts as a mention).
+    """
+
+    __tablename__ = "bridge_links"
+    __table_args__ = (
+        UniqueConstraint("bridge", "kind", "external", name="uq_bridge_links_external"),
+        UniqueConstraint("bridge", "kind", "local_id", name="uq_bridge_links_local"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    bridge: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(8))  # mood | person
+    local_id: Mapped[int] = mapped_column(Integer)
+    external: Mapped[str] = mapped_column(String(255))
+    options: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime]
+
+
+class BridgeEvent(Base):
+    """An external event taken in (or a post a bridge sent out), by its external id.
+
+    Unique per bridge, so the same event delivered twice changes nothing.
+    """
+
+    __tablename__ = "bridge_events"
+    __table_args__ = (
+        UniqueConstraint("bridge", "external_id", name="uq_bridge_events_external"),
+        Index("ix_bridge_events_post_id", "post_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    bridge: Mapped[str] = mapped_column(String(16))
+    external_id: Mapped[str] = mapped_column(String(255))
+    post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
+    signin_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("signins.id"))
+    thread: Mapped[Optional[str]] = mapped_column(String(255))  # the thread root it was in
+    at: Mapped[dt.datetime]
+
+
+class OutboxItem(Base):
+    """One item a bridge is to deliver: written with what it carries, sent once.
+
+    ``pending`` until sent (``next_at`` is the next attempt), ``sent`` with the
+    remote's id, ``failed`` when attempts ran out (``outbox retry`` sends it
+    again).  Items for one target go out in id order.
+    """
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_bridge_status_next_at", "bridge", "status", "next_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    bridge: Mapped[str] = mapped_column(String(16))  # matrix | webhook
+    target: Mapped[str] = mapped_column(String(255))  # a room id, a webhook's id
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
+    wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    event: Mapped[str] = mapped_column(String(16))  # reply | notice | post | silent | turn_...
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(8), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[dt.datetime]
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    external_id: Mapped[Optional[str]] = mapped_column(String(255))
+    created_at: Mapped[dt.datetime]
+    sent_at: Mapped[Optional[dt.datetime]]
+
+
+class Webhook(Base):
+    """A subscriber URL of one Mood: its events are POSTed there, signed with *secret*."""
+
+    __tablename__ = "webhooks"
+    __table_args__ = (Index("ix_webhooks_mood_id", "mood_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    url: Mapped[str] = mapped_column(Text)
+    secret: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[dt.datetime]
+    removed_at: Mapped[Optional[dt.datetime]]

@@ -58,6 +58,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "and reply."),
     "config": ("ops", "Check and show the configuration."),
     "serve": ("serve", "Serve the JSON API, the event stream and the web pages on HOST:PORT."),
+    "bridge": ("bridges", "Run a bridge: Matrix rooms as Moods, or signed webhooks."),
+    "outbox": ("bridges", "What the bridges are to deliver, have delivered, or gave up on."),
     "health": ("serve", "Is the database answering and a poller cycling? Exit 0 if so, 1 if "
                         "not (for cron)."),
 }

@@ -17,19 +17,28 @@ def person() -> None:
 
 
 @person.command("add")
-@click.argument("handle")
+@click.argument("handle", required=False)
 @click.option("--trust", type=click.Choice(["full", "look", "none"]), default="look",
               show_default=True, help="full: may wake full-tool turns; look: look-only; "
               "none: a mention is just text.")
 @click.option("--operator", is_flag=True,
               help="May use the operators' pages and API (agents, wakes, why, the emergency "
                    "stop) of `mood-poller serve`.")
+@click.option("--matrix", "matrix_id", metavar="@USER:SERVER",
+              help="Their Matrix user id (the Matrix bridge knows them by it); HANDLE may "
+                   "then be left out (made from the id).")
 @click.option("--json", "as_json", is_flag=True, help="Print the new person as JSON.")
 @common.now_option
 @pass_app
-def person_add(app: App, handle: str, trust: str, operator: bool, as_json: bool) -> None:
+def person_add(app: App, handle: str | None, trust: str, operator: bool,
+               matrix_id: str | None, as_json: bool) -> None:
     """Add the person HANDLE."""
-    p = app.store.add_person(handle, trust, app.now())
+    if matrix_id is not None:
+        p = _add_matrix_person(app, handle, matrix_id, trust)
+    elif not handle:
+        raise click.UsageError("give the person's HANDLE (or --matrix @user:server)")
+    else:
+        p = app.store.add_person(handle, trust, app.now())
     if operator:
         from poller.store import access
 
@@ -38,6 +47,15 @@ def person_add(app: App, handle: str, trust: str, operator: bool, as_json: bool)
         common.echo_json(p.to_json() | {"operator": operator})
         return
     click.echo(f"added person {p.handle} (trust {p.trust}{', operator' if operator else ''})")
+
+
+def _add_matrix_person(app: App, handle: str | None, matrix_id: str, trust: str):
+    from poller.bridges import matrix
+    from poller.store import bridges
+
+    matrix.check_user(matrix_id)
+    return bridges.add_linked_person(app.store, matrix.NAME, handle, matrix_id,
+                                     matrix.localpart(matrix_id), trust, app.now())
 
 
 @person.command("trust")

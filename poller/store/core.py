@@ -25,6 +25,7 @@ from poller.models import (Agent, Listener, Mention, Mood, Owed, Participant, Po
                            SignIn, Wake)
 
 from poller.kinds import IN_FLIGHT, PostKind, Trust, Waker, names
+from poller.store import outbox
 
 TRUST_LEVELS = names(Trust)
 WAKERS = names(Waker)
@@ -507,12 +508,18 @@ def resolve_in(s: Session, mood_id: Optional[int], agent_id: Optional[int],
 
 def insert_post(s: Session, counter: Optional[tokens.Counter], mood_id: int, sender_id: int,
                 body: str, now: dt.datetime, *, kind: str = PostKind.POST,
-                reply_to: Optional[int] = None, n_tokens: Optional[int] = None) -> Post:
+                reply_to: Optional[int] = None, n_tokens: Optional[int] = None,
+                origin: Optional[str] = None,
+                mentions: Optional[dict[int, str]] = None) -> Post:
     """The one way a post enters a Mood, a person's or an agent's reply alike.
 
     Conversation (``post``) is validated as ``mood-poller post`` validates it
     (not empty, not too long, no NUL) and its mentions are recorded; the
-    service's own notes and an agent's silence lose any NUL byte.
+    service's own notes and an agent's silence lose any NUL byte.  A bridge
+    passes its name as *origin* (nothing is sent back there) and, when its
+    chat says whom a post mentions, those as *mentions* (participant id ->
+    ``at`` or ``reply``) in place of the ``@handle`` reading.  The post's
+    outbox items are written here, in the same transaction.
     """
     if kind == PostKind.POST:
         text.check_post_text(body)
@@ -532,8 +539,9 @@ def insert_post(s: Session, counter: Optional[tokens.Counter], mood_id: int, sen
     s.add(post)
     s.flush()
     if kind == PostKind.POST:
-        record_mentions(s, post, target_sender)
+        record_mentions(s, post, target_sender, mentions)
         s.flush()
+    outbox.enqueue_post(s, post, origin)
     return post
 
 
@@ -570,13 +578,16 @@ def insert_posts(s: Session, rows: Sequence[NewPost]) -> list[int]:
                     if key in found and found[key] != r.sender_id]
         if mentions:
             s.execute(sa.insert(Mention), mentions)
+    outbox.enqueue_posts(s, rows, ids)
     return ids
 
 
-def record_mentions(s: Session, post: Post, replied_to: Optional[int] = None) -> None:
-    """Record whom a post names with ``@handle`` (and whose post it replies to)."""
-    mentioned: dict[int, str] = {}
-    keys = text.mentioned_keys(post.text)
+def record_mentions(s: Session, post: Post, replied_to: Optional[int] = None,
+                    given: Optional[dict[int, str]] = None) -> None:
+    """Record whom a post names with ``@handle`` (or *given*: whom its chat says it
+    mentions), and whose post it replies to."""
+    mentioned: dict[int, str] = dict(given or {})
+    keys = text.mentioned_keys(post.text) if given is None else set()
     if keys:
         q = sa.select(Participant.id).where(Participant.handle_key.in_(keys))
         mentioned.update({pid: "at" for pid in s.scalars(q)})

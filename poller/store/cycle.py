@@ -22,6 +22,7 @@ from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKin
 from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood, Owed,
                            Participant, Post, Setting, SignIn, Wake, WakePost)
 from poller import procs
+from poller.store import outbox
 from poller.procs import pid_alive
 from poller.values import AgentInfo
 
@@ -547,8 +548,11 @@ def senders(s: Session, post_ids: list[int]) -> list[Sender]:
 
 def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt.datetime,
                     tokens: int) -> None:
-    s.add(Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
-               kind=PostKind.SYSTEM, reply_to=None, tokens=tokens))
+    post = Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
+                kind=PostKind.SYSTEM, reply_to=None, tokens=tokens)
+    s.add(post)
+    s.flush()
+    outbox.enqueue_post(s, post)  # a bridged Mood shows the note too (m.notice, a webhook)
 
 
 # -- Recovery --------------------------------------------------------------------------------

@@ -18,11 +18,11 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller import blocks, errors, settings, settle
-from poller.kinds import PostKind, WakeKind, WakeStatus
+from poller.kinds import OutboxEvent, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
                            Refusal, Setting, Turn, Wake, WakePost)
 from poller import procs
-from poller.store import cycle
+from poller.store import cycle, outbox
 from poller.store.core import Store, insert_post, resolve_in
 from poller.values import AgentInfo
 
@@ -56,6 +56,7 @@ def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Cl
             return None  # no turn starts during an emergency stop; recovery starts it after
         w.status, w.started_at, w.runner_pid, w.host = WakeStatus.RUNNING, now, pid, procs.HOST
         w.heartbeat_at = now
+        outbox.enqueue_turn(s, w, OutboxEvent.TURN_STARTED, now)
         agent = AgentInfo.from_rows(s.get(Participant, w.agent_id), s.get(Agent, w.agent_id))
         kept = s.get(AgentSession, (w.agent_id, w.mood_id))
         return Claimed(w.id, agent, s.get(Mood, w.mood_id).slug, w.kind, w.tools, w.text,
@@ -129,6 +130,7 @@ def follow_up(s: Session, counter, w: Wake, now: dt.datetime) -> None:
 
 def after_turn(s: Session, w: Wake, now: dt.datetime, silent_or_failed: bool) -> None:
     """Start the cooldown, back off quiet looks that found nothing, wake held work."""
+    outbox.enqueue_turn(s, w, OutboxEvent.TURN_ENDED, now)
     l = s.get(Listener, (w.agent_id, w.mood_id))
     if l is None:
         return

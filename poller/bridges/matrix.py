@@ -1,0 +1,297 @@
+"""Matrix: rooms as Moods, people by their Matrix ids, agents as users of their own.
+
+This module is the pure part of the bridge: its configuration, the Matrix
+ids, the appservice registration file, what a Matrix event means to the store
+(:func:`meaning`) and what a reply looks like in a room (:func:`content`).
+The running bridge (the appservice's HTTP endpoint, sending, typing) is
+:mod:`poller.bridges.matrix_service`.
+
+Mapping (see README, "Bridging Matrix"):
+
+- a room is a Mood (``mood add lobby --matrix-room '!id:server'``);
+- a person is a Matrix user (``person add --matrix @ada:server``); a sender
+  seen for the first time becomes a person with ``default_trust``;
+- each agent is the user ``@<user_prefix><handle>:<server_name>``, display name
+  its handle;
+- a mention is what Matrix calls one: the agent's user in
+  ``m.mentions.user_ids``, or a reply to the agent's own message; ``@room`` is
+  nobody's mention; a room marked legacy also reads bare names in the body
+  of a message without ``m.mentions``;
+- a join is a sign-in, an edit (``m.replace``) changes the stored text and
+  never wakes, a redaction removes the text from later wakes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from poller import errors
+from poller.kinds import Trust
+from poller.store.bridges import Incoming
+
+NAME = "matrix"
+ENV_AS_TOKEN = "MOOD_POLLER_MATRIX_AS_TOKEN"
+ENV_HS_TOKEN = "MOOD_POLLER_MATRIX_HS_TOKEN"
+ENV_BOT_TOKEN = "MOOD_POLLER_MATRIX_BOT_TOKEN"
+USER_RE = re.compile(r"@[a-z0-9._=/+-]+:[A-Za-z0-9.-]+(:[0-9]{1,5})?")
+ROOM_RE = re.compile(r"[!#][^:\s]+:[A-Za-z0-9.-]+(:[0-9]{1,5})?")
+MODES = ("appservice", "bot")
+
+
+@dataclass(frozen=True)
+class MatrixConfig:
+    """The ``[bridges.matrix]`` section of the bridge's config file."""
+
+    homeserver: str = ""  # the client-server API's base URL, e.g. http://127.0.0.1:8008
+    server_name: str = ""  # the part after ':' in user ids, e.g. example.org
+    mode: str = "appservice"  # appservice | bot
+    listen_host: str = "127.0.0.1"  # where the homeserver sends transactions (appservice)
+    listen_port: int = 29330
+    url: str = ""  # how the homeserver reaches us; default http://listen_host:listen_port
+    as_token: str = field(default="", repr=False)  # secret; or env MOOD_POLLER_MATRIX_AS_TOKEN
+    hs_token: str = field(default="", repr=False)  # secret; or env MOOD_POLLER_MATRIX_HS_TOKEN
+    id: str = "mood-poller"  # the appservice's id in the registration
+    user_prefix: str = "mood_"  # agents are @<prefix><handle>:<server_name>
+    bot_localpart: str = "mood-poller"
+    bot_user: str = ""  # bot mode: the bot account's user id
+    bot_token: str = field(default="", repr=False)  # bot mode; or env MOOD_POLLER_MATRIX_BOT_TOKEN
+    default_trust: str = Trust.NONE  # for senders nobody added
+    poll: float = 0.2  # seconds between looks at the outbox and at running turns
+    typing_renew: float = 20.0  # a typing notification lasts 30 s; renewed this often
+
+
+def load(path: str, environ=None) -> MatrixConfig:
+    """The bridge's config from the TOML file *path*; secrets may come from the environment."""
+    environ = os.environ if environ is None else environ
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise errors.ConfigError(f"cannot read the bridge config {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise errors.ConfigError(f"the bridge config {path} is not valid TOML: {exc}") from None
+    section = data.get("bridges", {}).get("matrix")
+    if not isinstance(section, dict):
+        raise errors.ConfigError(f"{path} has no [bridges.matrix] section")
+    return check(_build(section, environ), path)
+
+
+def _build(section: dict, environ) -> MatrixConfig:
+    known = {f.name: f for f in dataclasses.fields(MatrixConfig)}
+    values: dict[str, Any] = {}
+    for key, value in section.items():
+        if key not in known:
+            raise errors.ConfigError(f"unknown option bridges.matrix.{key}")
+        want = type(known[key].default)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, want) or isinstance(value, bool) != (want is bool):
+            raise errors.ConfigError(f"bridges.matrix.{key} must be a {want.__name__}")
+        values[key] = value
+    for key, env in (("as_token", ENV_AS_TOKEN), ("hs_token", ENV_HS_TOKEN),
+                     ("bot_token", ENV_BOT_TOKEN)):
+        if environ.get(env):
+            values[key] = environ[env]
+    return MatrixConfig(**values)
+
+
+def check(cfg: MatrixConfig, path: str = "") -> MatrixConfig:
+    where = f" in {path}" if path else ""
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", cfg.homeserver):
+        raise errors.ConfigError(f"bridges.matrix.homeserver must be an http(s) URL{where}")
+    if not re.fullmatch(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?", cfg.server_name):
+        raise errors.ConfigError(f"bridges.matrix.server_name must be a server name{where}")
+    if cfg.mode not in MODES:
+        raise errors.ConfigError(f"bridges.matrix.mode must be appservice or bot{where}")
+    if cfg.default_trust not in tuple(Trust):
+        raise errors.ConfigError(f"bridges.matrix.default_trust must be full, look or none{where}")
+    if not re.fullmatch(r"[a-z0-9._=-]{1,32}", cfg.user_prefix):
+        raise errors.ConfigError(f"bridges.matrix.user_prefix must be lower-case letters, "
+                                 f"digits or ._=-{where}")
+    if not 0 < cfg.poll <= 60 or not 1 <= cfg.typing_renew <= 29:
+        raise errors.ConfigError(f"bridges.matrix.poll must be in (0, 60] and typing_renew "
+                                 f"in [1, 29]{where}")
+    missing = ([ENV_AS_TOKEN, ENV_HS_TOKEN] if cfg.mode == "appservice"
+               and not (cfg.as_token and cfg.hs_token) else [])
+    if cfg.mode == "bot" and not (cfg.bot_token and USER_RE.fullmatch(cfg.bot_user)):
+        missing = [ENV_BOT_TOKEN + " and bridges.matrix.bot_user"]
+    if missing:
+        raise errors.ConfigError(f"the Matrix bridge needs {' and '.join(missing)} "
+                                 f"(or their bridges.matrix options){where}")
+    return cfg
+
+
+# -- Ids --------------------------------------------------------------------------------
+
+
+def check_user(user_id: str) -> str:
+    if not USER_RE.fullmatch(user_id or ""):
+        raise errors.UserError(f"{user_id!r} is not a Matrix user id (like @ada:example.org)")
+    return user_id
+
+
+def check_room(room: str) -> str:
+    if not ROOM_RE.fullmatch(room or ""):
+        raise errors.UserError(f"{room!r} is not a Matrix room id or alias "
+                               "(like !abc:example.org or #lobby:example.org)")
+    return room
+
+
+def localpart(user_id: str) -> str:
+    return user_id[1:].split(":", 1)[0]
+
+
+def agent_user(cfg: MatrixConfig, handle: str) -> str:
+    return f"@{cfg.user_prefix}{handle.lower()}:{cfg.server_name}"
+
+
+def agent_of(cfg: MatrixConfig, user_id: str) -> Optional[str]:
+    """The handle of the agent whose user *user_id* is, or None (not ours)."""
+    prefix = f"@{cfg.user_prefix}"
+    suffix = f":{cfg.server_name}"
+    if user_id.startswith(prefix) and user_id.endswith(suffix):
+        return user_id[len(prefix):-len(suffix)] or None
+    return None
+
+
+def ours(cfg: MatrixConfig, user_id: str) -> bool:
+    """A user the bridge speaks as (an agent, the appservice's bot, the bot account)."""
+    bot = f"@{cfg.bot_localpart}:{cfg.server_name}"
+    return agent_of(cfg, user_id) is not None or user_id in (bot, cfg.bot_user)
+
+
+def registration(cfg: MatrixConfig) -> dict:
+    """The appservice registration the homeserver loads (``app_service_config_files``)."""
+    server = re.escape(cfg.server_name)
+    return {
+        "id": cfg.id,
+        "url": cfg.url or f"http://{cfg.listen_host}:{cfg.listen_port}",
+        "as_token": cfg.as_token,
+        "hs_token": cfg.hs_token,
+        "sender_localpart": cfg.bot_localpart,
+        "namespaces": {"users": [{"exclusive": True,
+                                  "regex": f"@{re.escape(cfg.user_prefix)}.*:{server}"}],
+                       "aliases": [], "rooms": []},
+        "rate_limited": False,
+    }
+
+
+def write_registration(cfg: MatrixConfig, path: str) -> None:
+    """Write the registration file, readable by its owner only (it holds both tokens)."""
+    import yaml
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(registration(cfg), f, sort_keys=False)
+
+
+# -- What an event means ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """One Matrix event as the store takes it: a message, a join, an edit, a redaction,
+    an invitation for one of our users, or nothing (None)."""
+
+    kind: str  # message | join | edit | redact | invite
+    event_id: str
+    room: str
+    sender: str
+    message: Optional[Incoming] = None
+    target: str = ""  # edit/redact: the event changed; invite: our user invited
+    body: str = ""  # edit: the new text
+
+
+def meaning(cfg: MatrixConfig, event: dict) -> Optional[Meaning]:
+    """What *event* (a client-server event as JSON) means here; None for what we ignore."""
+    etype, sender = event.get("type"), event.get("sender", "")
+    eid, room = event.get("event_id", ""), event.get("room_id", "")
+    content = event.get("content") or {}
+    if etype == "m.room.member":
+        return _member(cfg, event, eid, room, sender, content)
+    if ours(cfg, sender):
+        return None  # our own messages, echoed back
+    if etype == "m.room.redaction":
+        target = event.get("redacts") or content.get("redacts")
+        return Meaning("redact", eid, room, sender, target=target) if target else None
+    if etype != "m.room.message" or content.get("msgtype") not in ("m.text", "m.emote"):
+        return None  # notices are bots talking: never a wake
+    relates = content.get("m.relates_to") or {}
+    if relates.get("rel_type") == "m.replace":
+        new = content.get("m.new_content") or {}
+        body = new.get("body")
+        if not isinstance(body, str) or not relates.get("event_id"):
+            return None
+        return Meaning("edit", eid, room, sender, target=relates["event_id"], body=body)
+    body = content.get("body")
+    if not isinstance(body, str) or not body.strip():
+        return None
+    return Meaning("message", eid, room, sender, _incoming(cfg, eid, room, sender, body,
+                                                           content, relates))
+
+
+def _incoming(cfg, eid, room, sender, body, content, relates) -> Incoming:
+    mentions = None
+    if isinstance(content.get("m.mentions"), dict):
+        ids = content["m.mentions"].get("user_ids") or []
+        mentions = tuple(h for h in (agent_of(cfg, u) for u in ids if isinstance(u, str)) if h)
+    thread = relates.get("event_id") if relates.get("rel_type") == "m.thread" else None
+    reply = (relates.get("m.in_reply_to") or {}).get("event_id")
+    if thread and relates.get("is_falling_back"):
+        reply = None  # a thread's fallback reply is not a reply to anyone
+    return Incoming(eid, room, sender, localpart(sender), _strip_fallback(body, reply),
+                    mentions, reply, thread)
+
+
+def _strip_fallback(body: str, reply: Optional[str]) -> str:
+    """Older clients quote the message replied to ("> <@x> ..." lines): drop the quote."""
+    if not reply or not body.startswith("> "):
+        return body
+    lines = body.split("\n")
+    while lines and lines[0].startswith(">"):
+        lines.pop(0)
+    rest = "\n".join(lines).strip()
+    return rest or body
+
+
+def _member(cfg, event, eid, room, sender, content) -> Optional[Meaning]:
+    membership = content.get("membership")
+    before = ((event.get("unsigned") or {}).get("prev_content") or {}).get("membership")
+    target = event.get("state_key", "")
+    if membership == "invite" and agent_of(cfg, target):
+        return Meaning("invite", eid, room, sender, target=target)
+    if membership == "join" and before != "join" and not ours(cfg, target):
+        return Meaning("join", eid, room, target)
+    return None
+
+
+# -- What a reply looks like ---------------------------------------------------------------
+
+
+def render(markdown: str) -> str:
+    """Markdown to the HTML of ``formatted_body`` (raw HTML in the text stays text)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).render(markdown).strip()
+
+
+def content(event: str, text: str, reply: Optional[Any] = None) -> dict:
+    """The ``m.room.message`` content for an outbox item: an agent's reply as ``m.text``
+    (answering *reply*, a :class:`poller.store.bridges.ReplyTarget`, in its thread), the
+    service's notes as ``m.notice``."""
+    if event != "reply":
+        return {"msgtype": "m.notice", "body": text}
+    out: dict[str, Any] = {"msgtype": "m.text", "body": text, "format": "org.matrix.custom.html",
+                           "formatted_body": render(text), "m.mentions": {}}
+    if reply is not None:
+        relates: dict[str, Any] = {"m.in_reply_to": {"event_id": reply.external_id}}
+        if reply.thread:
+            relates.update({"rel_type": "m.thread", "event_id": reply.thread,
+                            "is_falling_back": False})
+        out["m.relates_to"] = relates
+    return out

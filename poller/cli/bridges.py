@@ -1,0 +1,100 @@
+"""``bridge matrix | webhooks`` and ``outbox [--failed] | outbox retry ID``."""
+
+from __future__ import annotations
+
+import click
+
+from poller.cli import App, common, pass_app
+
+
+@click.group()
+def bridge() -> None:
+    """Run a bridge: Matrix rooms as Moods, or signed webhooks."""
+
+
+@bridge.command("matrix")
+@click.option("--config", "bridge_config", metavar="PATH", required=True,
+              type=click.Path(dir_okay=False),
+              help="The TOML file with the [bridges.matrix] section.")
+@click.option("--write-registration", "registration", metavar="PATH",
+              type=click.Path(dir_okay=False),
+              help="Write the appservice registration file for the homeserver (mode 600) "
+                   "and exit.")
+@common.now_option
+@pass_app
+def bridge_matrix(app: App, bridge_config: str, registration: str | None) -> None:
+    """Bridge Matrix rooms to Moods until SIGTERM or SIGINT."""
+    from poller.bridges import matrix
+
+    cfg = matrix.load(bridge_config)
+    if registration:
+        if cfg.mode != "appservice":
+            raise click.UsageError("--write-registration is for mode = \"appservice\"")
+        matrix.write_registration(cfg, registration)
+        click.echo(f"wrote {registration}: add it to the homeserver's app_service_config_files")
+        return
+    from poller.bridges import matrix_service
+
+    matrix_service.main(app.store, cfg, _running_clock(app))
+
+
+@bridge.command("webhooks")
+@click.option("--once", is_flag=True, help="Deliver what is due now, then exit.")
+@common.now_option
+@pass_app
+def bridge_webhooks(app: App, once: bool) -> None:
+    """Deliver the Moods' webhooks until SIGTERM or SIGINT."""
+    from poller.bridges import webhooks
+
+    n = webhooks.main(app.store, _running_clock(app), once=once)
+    if once:
+        click.echo(f"delivered {n} webhook event(s)")
+
+
+def _running_clock(app: App):
+    from poller.clock import Clock
+
+    return Clock.starting_at(app.now()) if app.clock.fixed else app.clock
+
+
+@click.group(invoke_without_command=True)
+@click.option("--failed", is_flag=True, help="Only the items whose attempts ran out.")
+@click.option("--limit", type=common.WHOLE, default=50, show_default=True,
+              help="How many of the newest items.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def outbox(ctx: click.Context, failed: bool, limit: int, as_json: bool) -> None:
+    """What the bridges are to deliver, have delivered, or gave up on."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from poller.store import outbox as store_outbox
+
+    app = ctx.find_object(App)
+    items = store_outbox.items(app.store, failed=failed, limit=limit)
+    if as_json:
+        common.echo_json([i.to_json() for i in items])
+        return
+    common.table([[str(i.id), i.bridge, i.mood, i.event, i.status, str(i.attempts),
+                   i.external_id or "", i.last_error] for i in items],
+                 ["ID", "BRIDGE", "MOOD", "EVENT", "STATUS", "TRIES", "SENT AS", "LAST ERROR"])
+    counts = store_outbox.counts(app.store)
+    click.echo(", ".join(f"{counts.get(s, 0)} {s}" for s in ("pending", "sent", "failed")))
+
+
+@outbox.command("retry")
+@click.argument("item_id", metavar="ID", type=common.WHOLE)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@common.now_option
+@pass_app
+def outbox_retry(app: App, item_id: int, as_json: bool) -> None:
+    """Send the failed outbox item ID again (now, with its attempts reset)."""
+    from poller.store import outbox as store_outbox
+
+    item = store_outbox.retry(app.store, item_id, app.now())
+    if as_json:
+        common.echo_json(item.to_json())
+        return
+    click.echo(f"outbox item {item.id} is pending again")
+
+
+COMMANDS = [bridge, outbox]
