@@ -39,7 +39,9 @@ ENV_AS_TOKEN = "MOOD_POLLER_MATRIX_AS_TOKEN"
 ENV_HS_TOKEN = "MOOD_POLLER_MATRIX_HS_TOKEN"
 ENV_BOT_TOKEN = "MOOD_POLLER_MATRIX_BOT_TOKEN"
 USER_RE = re.compile(r"@[a-z0-9._=/+-]+:[A-Za-z0-9.-]+(:[0-9]{1,5})?")
-ROOM_RE = re.compile(r"[!#][^:\s]+:[A-Za-z0-9.-]+(:[0-9]{1,5})?")
+# Room ids from room version 12 on carry no server name ('!abc'); aliases always do.
+ROOM_RE = re.compile(r"![^:\s]{1,200}(:[A-Za-z0-9.-]+(:[0-9]{1,5})?)?"
+                     r"|#[^:\s]{1,200}:[A-Za-z0-9.-]+(:[0-9]{1,5})?")
 MODES = ("appservice", "bot")
 
 
