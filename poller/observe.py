@@ -78,6 +78,7 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
         history = cycle.history_before(s)
         before = cycle.mentions_before(s, agent.id, mood.id, history) if history else 0
         floor = _floor(s, mood.id, decisions, now)
+        untrusted = ops.untrusted_mentions(s, agent.id, mood.id)
     hold = None
     if l is not None and l.hold_reason and owed:
         hold = {"reason": l.hold_reason, "since": iso(l.hold_since), "owed": owed}
@@ -90,7 +91,7 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
             "owed": owed, "in_flight": flight.id if flight else None,
             "decisions": decisions, "timers": timers, "quarantined": aside,
             "first_cycle_run": history is not None, "mentions_before_first_cycle": before,
-            "floor": floor}
+            "floor": floor, "untrusted_mentions": untrusted}
 
 
 FLOOR_TAKEN = "floor-taken-by-"

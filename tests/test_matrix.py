@@ -10,6 +10,7 @@ real subprocess.
 from __future__ import annotations
 
 import json
+import time
 import os
 import secrets
 import signal
@@ -223,3 +224,133 @@ def forget_sent(db_url: str, item_id: int) -> None:
         c.exec_driver_sql("UPDATE outbox SET status = 'pending', external_id = NULL "
                           f"WHERE id = {int(item_id)}")
     engine.dispose()
+
+
+def test_replies_due_while_the_homeserver_is_down_wait_and_arrive_in_order_once(bridged):
+    bridged.setup()
+    bridged.cli("person", "add", "ada", "--trust", "full")
+    bridged.start_bridge()
+    bridged.start_poller()
+    hs = bridged.home.hs
+    hs.stop()
+    try:
+        for n in range(3):
+            bridged.cli("post", "lobby", "--as", "ada", f"@helper question {n}")
+            wait_for(lambda: len([w for w in bridged.wakes() if w["status"] == "replied"]) > n,
+                     what=f"reply {n}")
+        items = [i for i in json.loads(bridged.cli("outbox", "--json").out)
+                 if i["event"] == "reply"]
+        assert len(items) == 3 and all(i["status"] == "pending" for i in items)
+        wait_for(lambda: all(i["attempts"] >= 1 for i in json.loads(
+            bridged.cli("outbox", "--json").out)), what="failed attempts")
+        time.sleep(30)  # the homeserver stays down for 30 s, as an outage would
+    finally:
+        hs.start()
+    said = wait_for(lambda: len(bridged.said_by("helper")) >= 3 and bridged.said_by("helper"),
+                    what="the three replies")
+    replies = {i["post_id"]: i["external_id"] for i in json.loads(
+        bridged.cli("outbox", "--json").out) if i["event"] == "reply"}
+    assert [e["event_id"] for e in said] == [replies[k] for k in sorted(replies)]
+    assert len(said) == 3
+
+
+def test_a_sender_with_no_trust_wakes_nobody_and_why_says_so(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    stranger = bridged.home.hs.register()
+    stranger.join(bridged.room)
+    stranger.send(bridged.room, {"msgtype": "m.text", "body": "helper: hello?",
+                                 "m.mentions": {"user_ids": [bridged.agent_id("helper")]}})
+    wait_for(lambda: any(p["text"] == "helper: hello?" for p in posts(bridged)),
+             what="the stranger's post stored")
+    people = json.loads(bridged.cli("person", "list", "--json").out)
+    assert [p["trust"] for p in people if p["handle"] == stranger.user_id[1:].split(":")[0]] == ["none"]
+    bridged.mention("helper", "helper: and me?")
+    wait_for(lambda: bridged.said_by("helper"), what="the trusted person's answer")
+    seen = wakes_seen(bridged.tmp)
+    assert len(seen) == 1 and "and me?" in seen[0]["text"]
+    answered = {a for w in bridged.wakes() for a in w["answers"]}
+    hello = [p["id"] for p in posts(bridged) if p["text"] == "helper: hello?"][0]
+    assert hello not in answered
+    why = bridged.cli("why", "helper", "lobby").out
+    assert f"not heard: 1 mention(s) here by people with trust none (newest: post {hello}" in why
+
+
+def test_an_edit_never_wakes_again_and_a_room_ping_wakes_no_agent(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    asked = bridged.mention("helper", "helper: first")
+    wait_for(lambda: bridged.said_by("helper"), what="the first reply")
+    bridged.person.send(bridged.room, {
+        "msgtype": "m.text", "body": "* helper: first, edited",
+        "m.new_content": {"msgtype": "m.text", "body": "helper: first, edited",
+                          "m.mentions": {"user_ids": [bridged.agent_id("helper")]}},
+        "m.mentions": {"user_ids": [bridged.agent_id("helper")]},
+        "m.relates_to": {"rel_type": "m.replace", "event_id": asked}})
+    wait_for(lambda: any(p["text"] == "helper: first, edited" for p in posts(bridged)),
+             what="the edit stored")
+    pinged = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": "@room hello all",
+                                                "m.mentions": {"room": True}})
+    wait_for(lambda: any(p["text"] == "@room hello all" for p in posts(bridged)),
+             what="the room ping stored")
+    bridged.mention("helper", "helper: second")
+    wait_for(lambda: len(bridged.said_by("helper")) == 2, what="the second reply")
+    texts = [w["text"] for w in wakes_seen(bridged.tmp)]
+    assert len(texts) == 2
+    ping = [p["id"] for p in posts(bridged) if p["text"] == "@room hello all"][0]
+    assert ping not in {a for w in bridged.wakes() for a in w["answers"]} and pinged
+
+
+def test_a_redacted_post_is_gone_from_later_wakes(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    secret_word = "zanzibar-" + secrets.token_hex(3)
+    said = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": f"the code is {secret_word}"})
+    bridged.person.call("PUT", f"/rooms/{bridged.room}/redact/{said}/r{secrets.token_hex(4)}", {})
+    wait_for(lambda: any(p["text"] == "[this post was removed]" for p in posts(bridged)),
+             what="the redaction stored")
+    bridged.mention("helper", "helper: what was said?")
+    wait_for(lambda: bridged.said_by("helper"), what="the reply")
+    text = wakes_seen(bridged.tmp)[0]["text"]
+    assert secret_word not in text and "what was said?" in text
+
+
+def test_a_join_is_a_sign_in_and_the_agent_types_while_its_turn_runs(bridged):
+    gate = bridged.tmp / "gate"
+    bridged.setup("gate", str(gate))
+    bridged.start_bridge()
+    bridged.start_poller()
+    newcomer = bridged.home.hs.register()
+    newcomer.join(bridged.room)
+    wait_for(lambda: signins(bridged.db), what="the join recorded as a sign-in")
+    bridged.mention("helper", "helper: take your time")
+    wait_for(lambda: bridged.agent_id("helper") in typing(bridged), what="the agent typing")
+    open_gate(gate)
+    wait_for(lambda: bridged.said_by("helper"), what="the reply")
+    wait_for(lambda: bridged.agent_id("helper") not in typing(bridged), what="typing cleared")
+
+
+def signins(db_url: str) -> list:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url)
+    with engine.connect() as c:
+        rows = c.exec_driver_sql("SELECT label FROM signins").all()
+    engine.dispose()
+    return rows
+
+
+def typing(b: Bridged) -> list[str]:
+    """Who the person's client sees typing in the room now (an incremental /sync: a
+    typing event comes when who types changes)."""
+    params = {"timeout": "0"} | ({"since": b.since} if getattr(b, "since", None) else {})
+    data = b.person.call("GET", "/sync", **params)
+    b.since = data["next_batch"]
+    room = (data.get("rooms", {}).get("join", {}) or {}).get(b.room, {})
+    for event in room.get("ephemeral", {}).get("events", []):
+        if event["type"] == "m.typing":
+            b.typing_now = event["content"]["user_ids"]
+    return getattr(b, "typing_now", [])

@@ -13,8 +13,8 @@ from typing import Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller.kinds import IN_FLIGHT, PostKind
-from poller.models import Agent, Decision, Listener, Mood, Owed, Participant, Post, Wake
+from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, Trust
+from poller.models import Agent, Decision, Listener, Mention, Mood, Owed, Participant, Post, Wake
 from poller.store import cycle
 
 
@@ -284,3 +284,19 @@ def _aware(at) -> Optional[dt.datetime]:
     if isinstance(at, str):
         at = dt.datetime.fromisoformat(at)
     return at if at.tzinfo is not None else at.replace(tzinfo=dt.timezone.utc)
+
+
+def untrusted_mentions(s: Session, agent_id: int, mood_id: int) -> Optional[dict]:
+    """Mentions of the agent here by people with trust ``none`` (just text: never heard):
+    how many, and the newest with its sender; None if there are none."""
+    q = (sa.select(sa.func.count(), sa.func.max(Post.id))
+         .select_from(Mention).join(Post, Post.id == Mention.post_id)
+         .join(Participant, Participant.id == Post.sender_id)
+         .where(Mention.participant_id == agent_id, Post.mood_id == mood_id,
+                Participant.kind == ParticipantKind.PERSON, Participant.trust == Trust.NONE))
+    count, newest = s.execute(q).one()
+    if not count:
+        return None
+    sender = s.scalar(sa.select(Participant.handle).join(Post, Post.sender_id == Participant.id)
+                      .where(Post.id == newest))
+    return {"count": count, "post_id": newest, "sender": sender}
