@@ -99,12 +99,13 @@ class WebhookSender:
         await self.http.aclose()
 
 
-def main(store, clock: Callable, poll: float = 0.2, once: bool = False) -> int:
+def main(store, clock: Callable, poll: float = 0.2, once: bool = False,
+         timeout: float = TIMEOUT_S) -> int:
     """Deliver webhooks until SIGTERM or SIGINT (or, with *once*, what is due now)."""
     import signal
 
     async def go() -> int:
-        sender = WebhookSender(store, clock)
+        sender = WebhookSender(store, clock, timeout)
         try:
             if once:
                 return await delivery.deliver_due(store, sender, clock)

@@ -40,13 +40,15 @@ def bridge_matrix(app: App, bridge_config: str, registration: str | None) -> Non
 
 @bridge.command("webhooks")
 @click.option("--once", is_flag=True, help="Deliver what is due now, then exit.")
+@click.option("--timeout", type=common.SECONDS, default=10.0, show_default=True,
+              help="Seconds one request may take (connect, send, answer).")
 @common.now_option
 @pass_app
-def bridge_webhooks(app: App, once: bool) -> None:
+def bridge_webhooks(app: App, once: bool, timeout: float) -> None:
     """Deliver the Moods' webhooks until SIGTERM or SIGINT."""
     from poller.bridges import webhooks
 
-    n = webhooks.main(app.store, _running_clock(app), once=once)
+    n = webhooks.main(app.store, _running_clock(app), once=once, timeout=timeout)
     if once:
         click.echo(f"delivered {n} webhook event(s)")
 
