@@ -31,7 +31,9 @@ if command -v pg_lsclusters >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   done
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+# --prefer-binary: the Matrix tests' homeserver (matrix-synapse) and its libraries
+# install from wheels, with no compiler or Debian dev packages.
+python3 -m pip install -q --disable-pip-version-check --prefer-binary -e '.[test]'
 # Two workers: the machines this runs on have two cores, and most tests wait on
 # a subprocess or a database rather than compute.
 exec python3 -m pytest -q -n 2 "$@"

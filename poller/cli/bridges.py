@@ -20,17 +20,28 @@ def bridge() -> None:
               type=click.Path(dir_okay=False),
               help="Write the appservice registration file for the homeserver (mode 600) "
                    "and exit.")
+@click.option("--json", "as_json", is_flag=True, help="With --write-registration: print JSON.")
 @common.now_option
 @pass_app
-def bridge_matrix(app: App, bridge_config: str, registration: str | None) -> None:
+def bridge_matrix(app: App, bridge_config: str, registration: str | None, as_json: bool) -> None:
     """Bridge Matrix rooms to Moods until SIGTERM or SIGINT."""
+    from poller import errors
     from poller.bridges import matrix
 
     cfg = matrix.load(bridge_config)
+    try:
+        import mautrix  # noqa: F401
+        import yaml  # noqa: F401
+    except ImportError:
+        raise errors.ConfigError("the Matrix bridge needs its libraries: "
+                                 "pip install 'mood-poller[matrix]'") from None
     if registration:
         if cfg.mode != "appservice":
             raise click.UsageError("--write-registration is for mode = \"appservice\"")
         matrix.write_registration(cfg, registration)
+        if as_json:
+            common.echo_json({"registration": registration, "id": cfg.id})
+            return
         click.echo(f"wrote {registration}: add it to the homeserver's app_service_config_files")
         return
     from poller.bridges import matrix_service
@@ -42,14 +53,17 @@ def bridge_matrix(app: App, bridge_config: str, registration: str | None) -> Non
 @click.option("--once", is_flag=True, help="Deliver what is due now, then exit.")
 @click.option("--timeout", type=common.SECONDS, default=10.0, show_default=True,
               help="Seconds one request may take (connect, send, answer).")
+@click.option("--json", "as_json", is_flag=True, help="With --once: print JSON.")
 @common.now_option
 @pass_app
-def bridge_webhooks(app: App, once: bool, timeout: float) -> None:
+def bridge_webhooks(app: App, once: bool, timeout: float, as_json: bool) -> None:
     """Deliver the Moods' webhooks until SIGTERM or SIGINT."""
     from poller.bridges import webhooks
 
     n = webhooks.main(app.store, _running_clock(app), once=once, timeout=timeout)
-    if once:
+    if once and as_json:
+        common.echo_json({"delivered": n})
+    elif once:
         click.echo(f"delivered {n} webhook event(s)")
 
 

@@ -80,14 +80,19 @@ def _link(app: App, slug: str, room: str, legacy: bool) -> None:
               help="The Matrix room: '!id:server' or '#alias:server'.")
 @click.option("--legacy-mentions", is_flag=True,
               help="A bare handle in a message without m.mentions counts as a mention.")
+@common.json_option
 @common.now_option
 @pass_app
-def mood_link(app: App, slug: str, matrix_room: str, legacy_mentions: bool) -> None:
+def mood_link(app: App, slug: str, matrix_room: str, legacy_mentions: bool,
+              as_json: bool) -> None:
     """Link the Mood SLUG to a Matrix room (or change its room)."""
     from poller.bridges import matrix
 
     matrix.check_room(matrix_room)
     _link(app, slug, matrix_room, legacy_mentions)
+    if as_json:
+        common.echo_json({"mood": slug, "matrix_room": matrix_room, "legacy": legacy_mentions})
+        return
     click.echo(f"Mood {slug} is the Matrix room {matrix_room}")
 
 
@@ -136,13 +141,17 @@ def webhook_list(app: App, slug: str | None, all_: bool, as_json: bool) -> None:
 
 @webhook.command("remove")
 @click.argument("hook_id", metavar="ID", type=common.WHOLE)
+@common.json_option
 @common.now_option
 @pass_app
-def webhook_remove(app: App, hook_id: int) -> None:
+def webhook_remove(app: App, hook_id: int, as_json: bool) -> None:
     """Stop POSTing to webhook ID (what it had not been sent is marked failed)."""
     from poller.store import bridges
 
     bridges.remove_webhook(app.store, hook_id, app.now())
+    if as_json:
+        common.echo_json({"removed": hook_id})
+        return
     click.echo(f"removed webhook {hook_id}")
 
 
