@@ -32,9 +32,13 @@ def mood_add(app: App, slug: str, title: str, matrix_room: str | None, legacy_me
         matrix.check_room(matrix_room)
     elif legacy_mentions:
         raise click.UsageError("--legacy-mentions applies only with --matrix-room")
-    m = app.store.add_mood(slug, title, app.now())
     if matrix_room is not None:
-        _link(app, slug, matrix_room, legacy_mentions)
+        from poller.store import bridges
+
+        m = bridges.add_mood_with_room(app.store, "matrix", slug, title, matrix_room, app.now(),
+                                       legacy_mentions)
+    else:
+        m = app.store.add_mood(slug, title, app.now())
     if as_json:
         common.echo_json(m.to_json())
         return

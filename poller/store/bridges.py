@@ -352,6 +352,24 @@ def add_linked_mood(store: Store, bridge: str, slug: str, external: str, now: dt
         link_mood(s, bridge, Store._mood(s, slug).id, external, now, legacy)
 
 
+def add_mood_with_room(store: Store, bridge: str, slug: str, title: str, external: str,
+                       now: dt.datetime, legacy: bool = False):
+    """A new Mood that is a chat room: both, in one transaction, or neither."""
+    from poller import values
+
+    text.check_slug(slug)
+    if len(title) > 200:
+        raise errors.UserError("Mood title too long (the limit is 200 characters)")
+    with store.writing() as s:
+        if s.scalar(sa.select(Mood.id).where(Mood.slug == slug)) is not None:
+            raise errors.AlreadyExists(f"Mood {slug!r} already exists")
+        mood = Mood(slug=slug, title=title or slug, archived=False, created_at=now)
+        s.add(mood)
+        s.flush()
+        link_mood(s, bridge, mood.id, external, now, legacy)
+        return values.MoodInfo.from_row(mood)
+
+
 def add_linked_person(store: Store, bridge: str, handle: Optional[str], external: str,
                       hint: str, trust: str, now: dt.datetime):
     """A person known by their chat user id (``person add [HANDLE] --matrix @ada:server``)."""

@@ -1,0 +1,278 @@
+"""The bridge interface without a chat: ingest once by external id, the outbox written
+with what it carries, delivered in order with backoff, and Matrix's pure mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+
+import pytest
+
+from conftest import Cli
+from webserver import store_for
+
+from poller import errors
+from poller.bridges import delivery, matrix
+from poller.store import bridges, outbox
+from poller.store.bridges import Incoming
+
+T0 = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.timezone.utc)
+ROOM = "!room:hs.example"
+CFG = matrix.MatrixConfig(homeserver="http://127.0.0.1:1", server_name="hs.example",
+                          as_token="a", hs_token="h")
+
+
+@pytest.fixture
+def store(db_url):
+    cli = Cli(db_url)
+    cli("init", "--answer-from-now", "--now", "2026-03-02T08:00:00Z")
+    cli("agent", "add", "helper", "--command", "cat")
+    cli("person", "add", "ada", "--trust", "full", "--matrix", "@ada:hs.example")
+    cli("mood", "add", "lobby", "--matrix-room", ROOM)
+    s = store_for(db_url)
+    s.cli = cli
+    return s
+
+
+def msg(eid: str, body: str, sender="@ada:hs.example", **kw) -> Incoming:
+    return Incoming(eid, ROOM, sender, sender[1:].split(":")[0], body, **kw)
+
+
+def test_the_same_event_twice_is_one_post(store):
+    first = bridges.ingest(store, "matrix", msg("$1", "hello", mentions=("helper",)), T0)
+    again = bridges.ingest(store, "matrix", msg("$1", "hello", mentions=("helper",)), T0)
+    assert first is not None and again is None
+    assert [p.text for p in store.posts("lobby")] == ["hello"]
+
+
+def test_an_unknown_sender_becomes_a_person_with_the_default_trust(store):
+    bridges.ingest(store, "matrix", msg("$1", "hi", sender="@zed:hs.example"), T0, "look")
+    bridges.ingest(store, "matrix", msg("$2", "hi", sender="@ada:elsewhere.example"), T0)
+    people = {p.handle: p.trust for p in store.people()}
+    assert people["zed"] == "look" and people["ada-2"] == "none" and people["ada"] == "full"
+
+
+def test_mentions_are_what_the_chat_says_and_legacy_rooms_read_names(store):
+    from poller.models import Mention
+    import sqlalchemy as sa
+
+    said = bridges.ingest(store, "matrix", msg("$1", "@helper look", mentions=()), T0)
+    bare = bridges.ingest(store, "matrix", msg("$2", "helper look"), T0)
+    named = bridges.ingest(store, "matrix", msg("$3", "look", mentions=("helper",)), T0)
+    with store.reading() as s:
+        mentioned = set(s.scalars(sa.select(Mention.post_id)))
+    assert mentioned == {named}  # m.mentions rules; the text alone names nobody
+    store.cli("mood", "link", "lobby", "--matrix-room", ROOM, "--legacy-mentions")
+    legacy = bridges.ingest(store, "matrix", msg("$4", "helper, look"), T0)
+    with store.reading() as s:
+        assert legacy in set(s.scalars(sa.select(Mention.post_id)))
+    assert said and bare
+
+
+def test_a_reply_to_the_agents_message_is_a_reply_ping(store):
+    from poller.models import Mention
+    import sqlalchemy as sa
+
+    with store.writing() as s:
+        from poller.store.core import insert_post
+
+        agent_id = store.agent("helper").id
+        mood_id = store.mood("lobby").id
+        post = insert_post(s, store.counter, mood_id, agent_id, "I am here", T0)
+    item = [i for i in outbox.items(store) if i.post_id == post.id][0]
+    bridges.record_sent(store, "matrix", item.id, "$agent", T0)
+    answer = bridges.ingest(store, "matrix", msg("$5", "thanks", mentions=(), reply_to="$agent"),
+                            T0)
+    with store.reading() as s:
+        via = s.scalar(sa.select(Mention.via).where(Mention.post_id == answer))
+    assert via == "reply"
+
+
+def test_edits_change_the_text_only_for_their_sender_and_redactions_remove_it(store):
+    pid = bridges.ingest(store, "matrix", msg("$1", "draft", mentions=()), T0)
+    assert bridges.edit(store, "matrix", "$e1", "$1", "@zed:hs.example", "forged", T0) is None
+    assert bridges.edit(store, "matrix", "$e2", "$1", "@ada:hs.example", "final", T0) == pid
+    assert bridges.edit(store, "matrix", "$e2", "$1", "@ada:hs.example", "again", T0) is None
+    assert store.posts("lobby")[-1].text == "final"
+    assert bridges.redact(store, "matrix", "$r1", "$1", T0) == pid
+    assert store.posts("lobby")[-1].text == bridges.REMOVED
+
+
+def test_a_join_is_a_sign_in_once(store):
+    assert bridges.join(store, "matrix", "$j", ROOM, "@bo:hs.example", "bo", T0) is not None
+    assert bridges.join(store, "matrix", "$j", ROOM, "@bo:hs.example", "bo", T0) is None
+    assert bridges.join(store, "matrix", "$k", "!other:hs.example", "@bo:hs.example", "bo",
+                        T0) is None
+
+
+def test_the_outbox_item_commits_with_its_post_or_not_at_all(store):
+    from poller.store.core import insert_post
+
+    agent_id, mood_id = store.agent("helper").id, store.mood("lobby").id
+    with pytest.raises(RuntimeError):
+        with store.writing() as s:
+            insert_post(s, store.counter, mood_id, agent_id, "never", T0)
+            raise RuntimeError("the turn's settling failed")
+    assert outbox.items(store) == []
+    with store.writing() as s:
+        insert_post(s, store.counter, mood_id, agent_id, "kept", T0)
+    (item,) = outbox.items(store)
+    assert (item.bridge, item.target, item.event, item.status) == ("matrix", ROOM, "reply",
+                                                                   "pending")
+    # A person's post from the chat is not sent back to it.
+    bridges.ingest(store, "matrix", msg("$1", "hello", mentions=()), T0)
+    assert len(outbox.items(store)) == 1
+
+
+class FlakySender:
+    name = "matrix"
+
+    def __init__(self, store, fail_first: int):
+        self.store, self.fail, self.sent_ids = store, fail_first, []
+
+    async def send(self, item):
+        if self.fail:
+            self.fail -= 1
+            raise ConnectionError("the homeserver is down")
+        return f"${item.id}"
+
+    def sent(self, item, external_id):
+        self.sent_ids.append(item.id)
+        outbox.mark_sent(self.store, item.id, external_id, T0)
+
+
+def test_delivery_keeps_order_per_target_and_backs_off(store):
+    from poller.store.core import insert_post
+
+    agent_id, mood_id = store.agent("helper").id, store.mood("lobby").id
+    with store.writing() as s:
+        for n in range(3):
+            insert_post(s, store.counter, mood_id, agent_id, f"reply {n}", T0)
+    sender = FlakySender(store, fail_first=2)
+    clock = lambda: now[0]  # noqa: E731
+    now = [T0]
+    assert asyncio.run(delivery.deliver_due(store, sender, clock)) == 0
+    first = outbox.items(store)[0]
+    assert first.attempts == 1 and first.next_at == T0 + outbox.backoff(1)
+    assert asyncio.run(delivery.deliver_due(store, sender, clock)) == 0  # not due yet: waits
+    assert outbox.items(store)[0].attempts == 1
+    now[0] = T0 + dt.timedelta(minutes=1)
+    assert asyncio.run(delivery.deliver_due(store, sender, clock)) == 0
+    now[0] = T0 + dt.timedelta(minutes=2)
+    assert asyncio.run(delivery.deliver_due(store, sender, clock)) == 3
+    ids = [i.id for i in outbox.items(store)]
+    assert sender.sent_ids == ids and {i.status for i in outbox.items(store)} == {"sent"}
+    assert asyncio.run(delivery.deliver_due(store, sender, clock)) == 0  # never twice
+
+
+def test_backoff_doubles_and_is_capped():
+    waits = [outbox.backoff(n).total_seconds() for n in range(1, 10)]
+    assert waits[:4] == [0.5, 1.0, 2.0, 4.0] and max(waits) == outbox.BACKOFF_MAX_S
+
+
+def test_outbox_commands(store):
+    cli = store.cli
+    assert "0 pending, 0 sent, 0 failed" in cli("outbox").out
+    assert cli.fails("outbox", "retry", "99").err.startswith("mood-poller: no outbox item 99")
+    assert json.loads(cli("outbox", "--failed", "--json").out) == []
+
+
+# -- The Matrix mapping (pure) ------------------------------------------------------------
+
+
+def event(content: dict, etype="m.room.message", sender="@ada:hs.example", **kw) -> dict:
+    return {"type": etype, "sender": sender, "event_id": "$e", "room_id": ROOM,
+            "content": content, **kw}
+
+
+def test_what_matrix_events_mean():
+    m = matrix.meaning(CFG, event({"msgtype": "m.text", "body": "hi",
+                                   "m.mentions": {"user_ids": ["@mood_helper:hs.example",
+                                                               "@ada:hs.example"]}}))
+    assert m.kind == "message" and m.message.mentions == ("helper",)
+    room_ping = matrix.meaning(CFG, event({"msgtype": "m.text", "body": "@room hi",
+                                           "m.mentions": {"room": True}}))
+    assert room_ping.message.mentions == ()
+    assert matrix.meaning(CFG, event({"msgtype": "m.text", "body": "hi"})).message.mentions is None
+    assert matrix.meaning(CFG, event({"msgtype": "m.notice", "body": "a bot"})) is None
+    assert matrix.meaning(CFG, event({"msgtype": "m.text", "body": "echo"},
+                                     sender="@mood_helper:hs.example")) is None
+    threaded = matrix.meaning(CFG, event({"msgtype": "m.text", "body": "in a thread",
+                                          "m.relates_to": {"rel_type": "m.thread",
+                                                           "event_id": "$root",
+                                                           "is_falling_back": True,
+                                                           "m.in_reply_to": {"event_id": "$x"}}}))
+    assert threaded.message.thread == "$root" and threaded.message.reply_to is None
+    edit = matrix.meaning(CFG, event({"msgtype": "m.text", "body": "* fixed",
+                                      "m.new_content": {"msgtype": "m.text", "body": "fixed"},
+                                      "m.relates_to": {"rel_type": "m.replace",
+                                                       "event_id": "$old"}}))
+    assert (edit.kind, edit.target, edit.body) == ("edit", "$old", "fixed")
+    gone = matrix.meaning(CFG, event({}, etype="m.room.redaction", redacts="$old"))
+    assert (gone.kind, gone.target) == ("redact", "$old")
+
+
+def test_joins_and_invitations():
+    join = event({"membership": "join"}, etype="m.room.member", state_key="@bo:hs.example",
+                 sender="@bo:hs.example")
+    assert matrix.meaning(CFG, join).kind == "join"
+    rename = dict(join, unsigned={"prev_content": {"membership": "join"}})
+    assert matrix.meaning(CFG, rename) is None  # a new display name is not an arrival
+    invite = event({"membership": "invite"}, etype="m.room.member",
+                   state_key="@mood_helper:hs.example")
+    assert matrix.meaning(CFG, invite).kind == "invite"
+
+
+def test_a_reply_is_m_text_in_reply_and_in_its_thread_with_safe_html():
+    target = bridges.ReplyTarget("$asked", "$root")
+    c = matrix.content("reply", "**yes** <script>x</script>", target)
+    assert c["msgtype"] == "m.text" and c["format"] == "org.matrix.custom.html"
+    assert "<strong>yes</strong>" in c["formatted_body"] and "<script>" not in c["formatted_body"]
+    assert c["m.relates_to"] == {"m.in_reply_to": {"event_id": "$asked"}, "rel_type": "m.thread",
+                                 "event_id": "$root", "is_falling_back": False}
+    assert matrix.content("notice", "held", None) == {"msgtype": "m.notice", "body": "held"}
+
+
+def test_the_registration_claims_only_the_agents_namespace(tmp_path):
+    import re
+    import yaml
+
+    path = tmp_path / "reg.yaml"
+    matrix.write_registration(CFG, str(path))
+    reg = yaml.safe_load(path.read_text())
+    assert (path.stat().st_mode & 0o777) == 0o600
+    (ns,) = reg["namespaces"]["users"]
+    assert ns["exclusive"] and re.fullmatch(ns["regex"], "@mood_helper:hs.example")
+    assert not re.fullmatch(ns["regex"], "@ada:hs.example")
+    assert reg["url"] == "http://127.0.0.1:29330"
+
+
+@pytest.mark.parametrize("toml, problem", [
+    ("", "no [bridges.matrix] section"),
+    ("[bridges.matrix]\nhomeserver = 'ftp://x'\n", "homeserver must be an http(s) URL"),
+    ("[bridges.matrix]\nhomeserver = 'http://x'\nserver_name = 'x'\n", "MOOD_POLLER_MATRIX_AS_TOKEN"),
+    ("[bridges.matrix]\nhomeserver = 'http://x'\nserver_name = 'x'\nmode = 'irc'\n", "appservice or bot"),
+    ("[bridges.matrix]\nbogus = 1\n", "unknown option bridges.matrix.bogus"),
+    ("[bridges.matrix]\nlisten_port = 'x'\n", "listen_port must be a int"),
+    ("[bridges.matrix\n", "not valid TOML"),
+])
+def test_a_bad_bridge_config_is_one_line_and_exit_78(tmp_path, sqlite_url, toml, problem):
+    path = tmp_path / "bridge.toml"
+    path.write_text(toml)
+    r = Cli(sqlite_url).fails("bridge", "matrix", "--config", str(path))
+    assert r.code == 78 and problem in r.err and len(r.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, problem", [
+    (("mood", "add", "den", "--matrix-room", "lobby"), "not a Matrix room id"),
+    (("person", "add", "--matrix", "ada"), "not a Matrix user id"),
+    (("person", "add", "--matrix", "@ada:hs.example"), "already someone's"),
+    (("mood", "add", "den", "--matrix-room", ROOM), "linked to another Mood"),
+    (("person", "add"), "HANDLE"),
+])
+def test_bad_links_are_refused_whole(store, args, problem):
+    before = (store.moods(), store.people())
+    r = store.cli.fails(*args)
+    assert problem in r.err
+    assert (store.moods(), store.people()) == before
