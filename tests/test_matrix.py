@@ -355,3 +355,28 @@ def typing(b: Bridged) -> list[str]:
         if event["type"] == "m.typing":
             b.typing_now = event["content"]["user_ids"]
     return getattr(b, "typing_now", [])
+
+
+def test_bot_account_mode_speaks_for_the_agent_without_an_appservice(bridged):
+    bridged.setup()
+    bot = bridged.home.hs.register()
+    config = bridged.tmp / "bot.toml"
+    config.write_text(f'[bridges.matrix]\nhomeserver = "{bridged.home.hs.url}"\n'
+                      f'server_name = "{synapse.SERVER_NAME}"\nmode = "bot"\n'
+                      f'bot_user = "{bot.user_id}"\npoll = 0.1\n')
+    log = open(bridged.tmp / "bot.log", "ab")
+    env = bridged.env() | {"MOOD_POLLER_MATRIX_BOT_TOKEN": bot.token}
+    bridged.procs["bot"] = subprocess.Popen(
+        [sys.executable, "-m", "poller", "--db", bridged.db, "bridge", "matrix", "--config",
+         str(config)], stdout=log, stderr=log, env=env, cwd=bridged.tmp, start_new_session=True)
+    members = lambda: bridged.person.call(  # noqa: E731
+        "GET", f"/rooms/{bridged.room}/joined_members")["joined"]
+    wait_for(lambda: bot.user_id in members(), what="the bot in the room")
+    bridged.start_poller()
+    asked = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": "@helper hi there"})
+    said = wait_for(lambda: [e for e in bridged.person.messages(bridged.room)
+                             if e["sender"] == bot.user_id], what="the bot's reply")
+    assert said[0]["content"]["body"] == "helper: helper answering mention"
+    assert said[0]["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == asked
+    assert len(wakes_seen(bridged.tmp)) == 1
+    assert bot.token not in (bridged.tmp / "bot.log").read_text()
