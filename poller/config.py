@@ -410,6 +410,8 @@ def load(path: str | os.PathLike | None = None, db_url: str | None = None,
             if "encoding" in value:
                 kwargs["encoding"] = check_value("tokenizer.encoding", value["encoding"])
                 sources["tokenizer.encoding"] = "file"
+        elif key == "bridges":
+            continue  # read by `mood-poller bridge` (poller.bridges), which checks it
         else:
             raise errors.ConfigError(f"config: unknown section [{key}]")
     cfg = Config(**kwargs, source=str(path or ""))

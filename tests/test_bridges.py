@@ -276,3 +276,19 @@ def test_bad_links_are_refused_whole(store, args, problem):
     r = store.cli.fails(*args)
     assert problem in r.err
     assert (store.moods(), store.people()) == before
+
+
+def test_the_main_config_may_carry_the_bridge_section(tmp_path, sqlite_url, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text("[poller]\ninterval = 2.0\n\n[bridges.matrix]\n"
+                      "homeserver = 'http://127.0.0.1:8008'\nserver_name = 'hs.example'\n"
+                      "listen_port = 29999\n")
+    monkeypatch.setenv("MOOD_POLLER_MATRIX_AS_TOKEN", "as-secret-token")
+    monkeypatch.setenv("MOOD_POLLER_MATRIX_HS_TOKEN", "hs-secret-token")
+    cli = Cli(sqlite_url, config=str(config))
+    cli("config", "check")
+    reg = tmp_path / "reg.yaml"
+    out = cli("bridge", "matrix", "--write-registration", str(reg)).out
+    assert "as-secret-token" not in out and "hs-secret-token" not in out
+    assert "url: http://127.0.0.1:29999" in reg.read_text()
+    assert "as_token: as-secret-token" in reg.read_text()

@@ -13,9 +13,9 @@ def bridge() -> None:
 
 
 @bridge.command("matrix")
-@click.option("--config", "bridge_config", metavar="PATH", required=True,
-              type=click.Path(dir_okay=False),
-              help="The TOML file with the [bridges.matrix] section.")
+@click.option("--config", "bridge_config", metavar="PATH", type=click.Path(dir_okay=False),
+              help="The TOML file with the [bridges.matrix] section (default: the global "
+                   "--config, or MOOD_POLLER_CONFIG).")
 @click.option("--write-registration", "registration", metavar="PATH",
               type=click.Path(dir_okay=False),
               help="Write the appservice registration file for the homeserver (mode 600) "
@@ -23,12 +23,19 @@ def bridge() -> None:
 @click.option("--json", "as_json", is_flag=True, help="With --write-registration: print JSON.")
 @common.now_option
 @pass_app
-def bridge_matrix(app: App, bridge_config: str, registration: str | None, as_json: bool) -> None:
+def bridge_matrix(app: App, bridge_config: str | None, registration: str | None,
+                  as_json: bool) -> None:
     """Bridge Matrix rooms to Moods until SIGTERM or SIGINT."""
-    from poller import errors
+    import os
+
+    from poller import config, errors
     from poller.bridges import matrix
 
-    cfg = matrix.load(bridge_config)
+    path = bridge_config or app._config_path or os.environ.get(config.ENV_CONFIG)
+    if not path:
+        raise click.UsageError("give the bridge's config: --config PATH (a TOML file with a "
+                               "[bridges.matrix] section)")
+    cfg = matrix.load(path)
     try:
         import mautrix  # noqa: F401
         import yaml  # noqa: F401
