@@ -292,3 +292,19 @@ def test_the_main_config_may_carry_the_bridge_section(tmp_path, sqlite_url, monk
     assert "as-secret-token" not in out and "hs-secret-token" not in out
     assert "url: http://127.0.0.1:29999" in reg.read_text()
     assert "as_token: as-secret-token" in reg.read_text()
+
+
+def test_a_silence_shows_nothing_in_the_chat_and_notes_are_notices(store, tmp_path):
+    from poller.kinds import PostKind
+    from poller.store import cycle
+    from poller.store.core import insert_post
+
+    made = json.loads(store.cli("mood", "webhook", "add", "lobby", "http://127.0.0.1:9/h",
+                                "--json").out)
+    agent_id, mood_id = store.agent("helper").id, store.mood("lobby").id
+    with store.writing() as s:
+        insert_post(s, store.counter, mood_id, agent_id, "no need", T0, kind=PostKind.SILENT)
+        cycle.add_system_post(s, mood_id, agent_id, "@helper is held: busy", T0, 5)
+    got = sorted((i.bridge, i.event) for i in outbox.items(store))
+    assert got == [("matrix", "notice"), ("webhook", "notice"), ("webhook", "silent")]
+    assert made["secret"] not in store.cli("mood", "webhook", "list").out

@@ -380,3 +380,22 @@ def test_bot_account_mode_speaks_for_the_agent_without_an_appservice(bridged):
     assert said[0]["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == asked
     assert len(wakes_seen(bridged.tmp)) == 1
     assert bot.token not in (bridged.tmp / "bot.log").read_text()
+
+
+def test_a_mention_in_a_thread_is_answered_there_blocks_hidden_and_a_refusal_is_a_notice(bridged):
+    bridged.setup("say", "Done,", "**as** asked.\n```settings\nverbosity: loud\n```")
+    bridged.start_bridge()
+    bridged.start_poller()
+    root = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": "a thread"})
+    asked = bridged.mention("helper", "helper: in here please", **{
+        "m.relates_to": {"rel_type": "m.thread", "event_id": root, "is_falling_back": True,
+                         "m.in_reply_to": {"event_id": root}}})
+    said = wait_for(lambda: len(bridged.said_by("helper")) >= 2 and bridged.said_by("helper"),
+                    what="the reply and the notice")
+    reply, notice = said[0]["content"], said[1]["content"]
+    assert reply["msgtype"] == "m.text" and reply["body"] == "Done, **as** asked."
+    assert "settings" not in reply["body"] and "<strong>as</strong>" in reply["formatted_body"]
+    assert reply["m.relates_to"] == {"rel_type": "m.thread", "event_id": root,
+                                     "is_falling_back": False,
+                                     "m.in_reply_to": {"event_id": asked}}
+    assert notice["msgtype"] == "m.notice" and "settings block was refused" in notice["body"]
