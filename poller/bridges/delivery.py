@@ -45,7 +45,8 @@ async def _target(store, sender: Sender, clock: Callable, items: list[outbox.Ite
             raise
         except Exception as exc:  # the remote said no, or could not be reached
             error = describe(exc)
-            status = await asyncio.to_thread(outbox.mark_tried, store, item.id, error, clock())
+            status = await asyncio.to_thread(outbox.mark_tried, store, item.id, error, clock(),
+                                             getattr(sender, "max_attempts", outbox.MAX_ATTEMPTS))
             log.warning("outbox item %s to %s not delivered (%s): %s", item.id, sender.name,
                         status, error, extra={"action": "outbox_retry", "item": item.id,
                                               "bridge": sender.name, "status": status})

@@ -65,6 +65,7 @@ class MatrixConfig:
     default_trust: str = Trust.NONE  # for senders nobody added
     poll: float = 0.2  # seconds between looks at the outbox and at running turns
     typing_renew: float = 20.0  # a typing notification lasts 30 s; renewed this often
+    max_attempts: int = 60  # sends of one item before it is failed (about half an hour)
 
 
 def load(path: str, environ=None) -> MatrixConfig:
@@ -118,6 +119,8 @@ def check(cfg: MatrixConfig, path: str = "") -> MatrixConfig:
     if not 0 < cfg.poll <= 60 or not 1 <= cfg.typing_renew <= 29:
         raise errors.ConfigError(f"bridges.matrix.poll must be in (0, 60] and typing_renew "
                                  f"in [1, 29]{where}")
+    if not 1 <= cfg.max_attempts <= 1_000_000:
+        raise errors.ConfigError(f"bridges.matrix.max_attempts must be from 1 to 1000000{where}")
     missing = ([ENV_AS_TOKEN, ENV_HS_TOKEN] if cfg.mode == "appservice"
                and not (cfg.as_token and cfg.hs_token) else [])
     if cfg.mode == "bot" and not (cfg.bot_token and USER_RE.fullmatch(cfg.bot_user)):

@@ -78,6 +78,7 @@ class MatrixService:
 
     def __init__(self, store, cfg: matrix.MatrixConfig, clock: Callable) -> None:
         self.store, self.cfg, self.clock = store, cfg, clock
+        self.max_attempts = cfg.max_attempts
         self.appservice = None
         self.client = None  # bot mode
         self._joined: set[tuple[str, str]] = set()

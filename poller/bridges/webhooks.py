@@ -71,10 +71,11 @@ class WebhookSender:
 
     name = Bridge.WEBHOOK.value
 
-    def __init__(self, store, clock: Callable, timeout: float = TIMEOUT_S) -> None:
+    def __init__(self, store, clock: Callable, timeout: float = TIMEOUT_S,
+                 max_attempts: int = outbox.MAX_ATTEMPTS) -> None:
         import httpx
 
-        self.store, self.clock = store, clock
+        self.store, self.clock, self.max_attempts = store, clock, max_attempts
         self.http = httpx.AsyncClient(follow_redirects=False, timeout=timeout, trust_env=False)
 
     async def send(self, item: outbox.Item) -> Optional[str]:
@@ -100,12 +101,12 @@ class WebhookSender:
 
 
 def main(store, clock: Callable, poll: float = 0.2, once: bool = False,
-         timeout: float = TIMEOUT_S) -> int:
+         timeout: float = TIMEOUT_S, max_attempts: int = outbox.MAX_ATTEMPTS) -> int:
     """Deliver webhooks until SIGTERM or SIGINT (or, with *once*, what is due now)."""
     import signal
 
     async def go() -> int:
-        sender = WebhookSender(store, clock, timeout)
+        sender = WebhookSender(store, clock, timeout, max_attempts)
         try:
             if once:
                 return await delivery.deliver_due(store, sender, clock)

@@ -60,14 +60,18 @@ def bridge_matrix(app: App, bridge_config: str | None, registration: str | None,
 @click.option("--once", is_flag=True, help="Deliver what is due now, then exit.")
 @click.option("--timeout", type=common.SECONDS, default=10.0, show_default=True,
               help="Seconds one request may take (connect, send, answer).")
+@click.option("--max-attempts", type=common.WHOLE, default=60, show_default=True,
+              help="Attempts before an item is failed (it then waits for `outbox retry`).")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print JSON.")
 @common.now_option
 @pass_app
-def bridge_webhooks(app: App, once: bool, timeout: float, as_json: bool) -> None:
+def bridge_webhooks(app: App, once: bool, timeout: float, max_attempts: int,
+                    as_json: bool) -> None:
     """Deliver the Moods' webhooks until SIGTERM or SIGINT."""
     from poller.bridges import webhooks
 
-    n = webhooks.main(app.store, _running_clock(app), once=once, timeout=timeout)
+    n = webhooks.main(app.store, _running_clock(app), once=once, timeout=timeout,
+                      max_attempts=max_attempts)
     if once and as_json:
         common.echo_json({"delivered": n})
     elif once:

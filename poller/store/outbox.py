@@ -24,7 +24,7 @@ from poller import errors
 from poller.kinds import Bridge, OutboxEvent, OutboxStatus, ParticipantKind, PostKind
 from poller.models import BridgeLink, Mood, OutboxItem, Participant, Post, Wake, Webhook
 
-MAX_ATTEMPTS = 12  # then the item is failed and waits for `outbox retry`
+MAX_ATTEMPTS = 60  # about half an hour of failing; then it is failed and waits for `outbox retry`
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 30.0
 
@@ -161,7 +161,8 @@ def mark_sent(store, item_id: int, external_id: Optional[str], now: dt.datetime)
             status=OutboxStatus.SENT, external_id=external_id, sent_at=now, last_error=""))
 
 
-def mark_tried(store, item_id: int, error: str, now: dt.datetime) -> str:
+def mark_tried(store, item_id: int, error: str, now: dt.datetime,
+               max_attempts: int = MAX_ATTEMPTS) -> str:
     """An attempt failed: back off, or fail the item once its attempts ran out.  Returns
     the item's status."""
     with store.writing() as s:
@@ -169,7 +170,7 @@ def mark_tried(store, item_id: int, error: str, now: dt.datetime) -> str:
         row.attempts += 1
         row.last_error = error[:2000]
         row.next_at = now + backoff(row.attempts)
-        if row.attempts >= MAX_ATTEMPTS:
+        if row.attempts >= max_attempts:
             row.status = OutboxStatus.FAILED
         return row.status
 
