@@ -237,17 +237,20 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
                         f"before it is history, never answered")
         else:
             common.echo("no decisions yet: nothing has been due for this agent here")
-    if answer.get("untrusted_mentions"):
-        u = answer["untrusted_mentions"]
-        common.echo(f"not heard: {u['count']} mention(s) here by people with trust none "
-                    f"(newest: post {u['post_id']} by {u['sender']}); their mentions are just "
-                    f"text (`mood-poller person trust HANDLE look` to hear them)")
+    _unheard(answer.get("untrusted_mentions"))
     for q in answer["quarantined"]:
         common.echo(f"set aside: {q['kind']} {q['ref']} ({q['count']}x, last {q['last_at']}): "
                    f"{q['error']}")
     t = answer["timers"]
     common.echo("timers: " + ", ".join(f"{k} {v}" for k, v in t.items() if v) if any(t.values())
                else "timers: none set")
+
+
+def _unheard(u: dict | None) -> None:
+    if u:
+        common.echo(f"not heard: {u['count']} mention(s) here by people with trust none "
+                    f"(newest: post {u['post_id']} by {u['sender']}); their mentions are just "
+                    f"text (`mood-poller person trust HANDLE look` to hear them)")
 
 
 def _one_of(positional: str | None, option: str | None, name: str, flag: str) -> str:
