@@ -34,7 +34,8 @@ that could speak unasked at once, one does, the others after its turn) and
 once with the floor taken out: unprompted wakes and prompt tokens of each,
 and mentions missed (must be 0).  Target: unprompted wakes with the floor
 at most 0.45x those without.
-Run: ``python bench/tokens_per_wake.py [--quick]``.
+Run: ``python bench/tokens_per_wake.py [--quick] [--floor]`` (``--floor``: only the
+three-agent day).
 """
 
 from __future__ import annotations
@@ -195,11 +196,16 @@ def describe(name: str, day: dict, replay: int) -> None:
 
 
 def main() -> None:
-    args = _common.parser(__doc__).parse_args()
+    p = _common.parser(__doc__)
+    p.add_argument("--floor", action="store_true", help="Only the three-agent day.")
+    args = p.parse_args()
     _common.quiet_logs()
     print(_common.facts())
     moods = 8 if args.quick else MOODS
     slugs = [f"m{i:05d}" for i in range(moods)]
+    if args.floor:
+        floor_days(slugs, args.db)
+        return
     posts, signins = simulate_day(slugs)
     print(f"simulated day: {moods} Moods, {len(PEOPLE)} people, {len(AGENTS)} agents, "
           f"{len(posts):,} people's posts, {len(signins)} sign-ins, a cycle every {STEP.seconds} s")
@@ -220,11 +226,13 @@ def main() -> None:
 
 
 def without_floor() -> dict:
-    """Take the floor out (the bench's comparison only): no kind shares a floor, and
-    the wakes in flight of other agents are not counted; returns what to put back."""
+    """Take the floor and calm out (the bench's comparison only: the law before both):
+    no kind shares a floor, the wakes in flight of other agents are not counted, and
+    silent turns never slow a Mood's considers; returns what to put back."""
     saved = {"unprompted": law.UNPROMPTED, "cycle": cycle.floor_others,
-             "batch": facts.Batch.floor_others}
+             "batch": facts.Batch.floor_others, "calm": law._calm}
     law.UNPROMPTED = frozenset()
+    law._calm = lambda f: None
     cycle.floor_others = lambda s, agent_id, mood_id: 0
     facts.Batch.floor_others = lambda self, agent_id, mood_id: 0
     return saved
@@ -234,6 +242,7 @@ def put_back(saved: dict) -> None:
     law.UNPROMPTED = saved["unprompted"]
     cycle.floor_others = saved["cycle"]
     facts.Batch.floor_others = saved["batch"]
+    law._calm = saved["calm"]
 
 
 def floor_days(slugs: list[str], db_url: str | None) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from poller import law
 from poller.context import Context, log
 from poller.kinds import ParticipantKind, PostKind, Trust
 from poller.store import cycle, facts
@@ -74,7 +75,7 @@ def apply_post(ctx: Context, l: ListenerRow, r: cycle.PostEvent, agent_id: int,
         l.last_person_at, l.last_person_id, l.quiet_backoff = r.created_at, r.id, 0
         if l.hold_reason:
             l.due_at = now  # a person spoke: a bot-loop hold may lift
-    l.quiet_due_at = (r.created_at + idle * (2 ** (l.quiet_backoff or 0))
+    l.quiet_due_at = (r.created_at + law.slowed(values["idle_after"], l.quiet_backoff or 0)
                       if values["idle_after"] else None)
     if agent_id in addressed:
         owed.add((agent_id, r.id, r.mood_id))
