@@ -58,6 +58,7 @@ class Mood(Base):
     title: Mapped[str] = mapped_column(String(200), default="")
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime]
+    typing_at: Mapped[Optional[dt.datetime]]  # the last "someone is typing" signal
 
 
 class Participant(Base):

@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "post": ("posts", "Post TEXT to the Mood SLUG (TEXT '-' reads stdin)."),
     "posts": ("posts", "Show the Mood SLUG's latest posts, newest last."),
     "signin": ("posts", "Record that HANDLE signed in to a Mood."),
+    "typing": ("posts", "Signal that HANDLE is typing in SLUG: considers there wait 15 s after "
+                        "the newest signal."),
     "set": ("settings_cmd", "Set KEY to VALUE for a Mood, an agent, both, or everywhere."),
     "get": ("settings_cmd", "Show resolved settings (or just KEY) and the slot each came from."),
     "tick": ("loop", "Run one cycle of the poller (for cron)."),

@@ -6,6 +6,10 @@ Create Date: 2026-12-01 19:45:00
 """
 from __future__ import annotations
 
+from alembic import op
+import sqlalchemy as sa
+import poller.models
+
 
 revision = '0010'
 down_revision = '0009'
@@ -14,8 +18,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    pass
+    with op.batch_alter_table('moods', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('typing_at', poller.models.UTCDateTime(), nullable=True))
 
 
 def downgrade() -> None:
-    pass
+    with op.batch_alter_table('moods', schema=None) as batch_op:
+        batch_op.drop_column('typing_at')
