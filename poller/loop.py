@@ -36,6 +36,7 @@ from typing import Callable, Optional
 from poller import clock as clock_mod, config as config_mod, draft as drafts, errors, evaluate
 from poller import launch, nudge, recover, scan, summarize, text
 from poller.context import Context, Planned, TickReport
+from poller.scope import Scope
 from poller import procs
 from poller.store import Store, cycle
 from wiki_rules.fallback import BUILT_IN, DialWords
@@ -61,7 +62,8 @@ BEAT_EVERY_S = 1.0  # a nudged loop cycles more often; its beat is written at mo
 class Poller:
     def __init__(self, store: Store, config: config_mod.Config, *,
                  dials: Optional[Callable[[dt.datetime], DialWords]] = None,
-                 launcher: Optional[launch.Launcher] = None, detach: bool = False):
+                 launcher: Optional[launch.Launcher] = None, detach: bool = False,
+                 scope: Scope = Scope()):
         self.store = store
         self.config = config
         self.dials = dials or (lambda now: BUILT_IN)
@@ -71,6 +73,8 @@ class Poller:
                            summarizer=summarize.from_config(config.summarizer, store.counter))
         self._dry = None  # the one rolled-back transaction of a dry run
         self.clock: Optional[Callable[[], dt.datetime]] = None  # run's clock, once it runs
+        self.scope = scope
+        self._served: Optional[set[int]] = None  # the Moods the scope serves (None: all)
 
     @property
     def settings(self):
@@ -133,7 +137,7 @@ class Poller:
         if self.store.dialect != "sqlite":
             return True
         with self._tx() as s:
-            other = cycle.take_lease(s, LEASE_NAME, self.holder, now,
+            other = cycle.take_lease(s, self.scope.lease_name(LEASE_NAME), self.holder, now,
                                      dt.timedelta(seconds=self.config.poller.lease))
         if other is not None:
             report.started = False
@@ -145,6 +149,9 @@ class Poller:
             scram = cycle.flag(s, "scram") is not None
             self.ctx.agents = cycle.agents(s)
             changed = self.settings.refresh(s)
+            if not self.scope.everything:
+                self._served = {i for i, slug in cycle.mood_slugs(s).items()
+                                if self.scope.serves(slug)}
         if changed:
             with self._tx() as s:
                 cycle.lift_holds(s, now)  # new settings may lift holds
@@ -187,7 +194,8 @@ class Poller:
             # A pair weighed already and due again (held for a free slot) waits for the next cycle.
             due = [(a, m) for _, a, m in page if (a, m) not in seen]
             seen.update(due)
-            pairs = [d for d in due if d[0] in self.ctx.agents]
+            pairs = [d for d in due if d[0] in self.ctx.agents
+                     and (self._served is None or d[1] in self._served)]
             recorded: list[Planned] = []
             try:
                 self._batch(pairs, now, report, recorded)
@@ -335,7 +343,8 @@ class Poller:
             if now is None:
                 access.drop_beat(self.store, self.holder)
             else:
-                access.record_beat(self.store, self.holder, now, interval, took)
+                access.record_beat(self.store, self.holder, now, interval, took,
+                                   self.scope.describe())
         except Exception as exc:
             log.debug("beat not recorded: %s", exc, extra={"action": "beat_failed"})
 

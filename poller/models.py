@@ -436,3 +436,4 @@ class PollerBeat(Base):
     at: Mapped[dt.datetime]
     interval: Mapped[float]
     took: Mapped[float]  # seconds the cycle took
+    scope: Mapped[str] = mapped_column(String(300), default="all", server_default="all")  # the Moods it serves

@@ -127,6 +127,7 @@ def status(store: Store, now: dt.datetime) -> dict:
         states = ops.agent_states(s)
         scram = _scram(s)
         aside = [_aside_json(q) for q in ops.quarantined(s)]
+        pollers = _pollers(s, now)
     agents = []
     for agent_id, handle in o.agents.items():
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
@@ -151,7 +152,23 @@ def status(store: Store, now: dt.datetime) -> dict:
                           for w in o.in_flight],
             "next_due": [{"agent": d.agent, "mood": d.mood, "due_at": iso(d.due_at)}
                          for d in o.due],
-            "quarantined": aside}
+            "quarantined": aside, **pollers}
+
+
+STALE_INTERVALS = 3  # a poller that has not cycled for this many intervals is not counted
+
+
+def _pollers(s, now: dt.datetime) -> dict:
+    """The running pollers (a beat within a few intervals) and which serves each Mood."""
+    from poller.scope import Scope
+    from poller.store import access, cycle
+
+    live = [b for b in access.beats(s)
+            if (now - b.at).total_seconds() <= STALE_INTERVALS * max(b.interval, 1.0) + b.took]
+    scopes = [(b.holder, Scope.from_description(b.scope)) for b in live]
+    return {"pollers": [{"holder": b.holder, "serves": b.scope, "at": iso(b.at)} for b in live],
+            "served_by": {slug: [h for h, scope in scopes if scope.serves(slug)]
+                          for slug in sorted(cycle.mood_slugs(s).values())}}
 
 
 def set_scram(store: Store, by: Optional[str], now: dt.datetime) -> int:

@@ -145,6 +145,11 @@ def mentions_before(s: Session, agent_id: int, mood_id: int, upto_id: int) -> in
                            Post.id <= upto_id)) or 0
 
 
+def mood_slugs(s: Session) -> dict[int, str]:
+    """Every Mood's slug by id (a scoped poller's cycle reads which it serves)."""
+    return dict(s.execute(sa.select(Mood.id, Mood.slug)).all())
+
+
 def moods_people_spoke_in(s: Session, since: dt.datetime) -> list[RecentMood]:
     q = (sa.select(Post.mood_id, sa.func.max(Post.created_at).label("at"),
                    sa.func.max(Post.id).label("post_id"))

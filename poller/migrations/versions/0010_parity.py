@@ -20,8 +20,13 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table('moods', schema=None) as batch_op:
         batch_op.add_column(sa.Column('typing_at', poller.models.UTCDateTime(), nullable=True))
+    with op.batch_alter_table('poller_beats', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('scope', sa.String(length=300), server_default='all',
+                                      nullable=False))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('poller_beats', schema=None) as batch_op:
+        batch_op.drop_column('scope')
     with op.batch_alter_table('moods', schema=None) as batch_op:
         batch_op.drop_column('typing_at')
