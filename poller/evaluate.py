@@ -37,12 +37,14 @@ HOLD_WORDS = {
     "no-free-slot": "all its turn slots are in use; it will answer when one frees up",
     "hourly-cap": "it has reached its wakes-per-hour limit; it will answer when that allows",
     "listening-off": "its listening is off here; it will answer when listening is back on",
+    "stopped": "stopped here until `mood-poller stop --lift` (or a trusted person's "
+               "\"@agent resume\")",
     "bot-loop": ("agents have been mentioning each other with no person in between; "
                  "it will answer once a person posts"),
 }
 
 
-LISTENING_GATES = ("listening-mentions", "listening-off")
+LISTENING_GATES = ("listening-mentions", "listening-off", "stopped")  # a consider waits them out
 
 
 def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> None:
@@ -50,7 +52,7 @@ def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> No
     back on: ``consider_after`` from when this pair is first looked at with it on (the
     settings' change makes every such pair due at once), within the usual budget."""
     if (l.consider_from_id and l.consider_due_at is None and values["listening"] == "on"
-            and not archived):
+            and not archived and not l.stopped_at):
         l.consider_due_at = now + dt.timedelta(seconds=values["consider_after"])
 
 
@@ -128,7 +130,8 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     said = []
     remembered_consider(l, values, mood.archived, now)
     for kind in due_kinds(l, owed, now):
-        decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until)
+        decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until,
+                            bool(l.stopped_at))
         if decision is None:
             base = base or base_facts(ctx, load, l, mood, resolved, values, now,
                                       batch.floor_holder(l.agent_id, l.mood_id))
@@ -168,7 +171,7 @@ def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, r
     """The facts every kind shares: settings, the Mood, the agent's load and caps, the floor."""
     return dict(
         now=now, settings=values, archived=mood.archived,
-        listening_until=resolved["listening"].until,
+        listening_until=resolved["listening"].until, stopped=bool(l.stopped_at),
         busy_here=l.mood_id in load.here, running_for_agent=load.running,
         wakes_last_hour=tuple(load.woke),
         cooldown_until=l.cooldown_until, bot_chain_cap=ctx.cfg.bot_chain_cap,

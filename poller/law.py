@@ -56,6 +56,7 @@ class Facts:
     settings: dict  # resolved values for this (Mood, agent)
     archived: bool = False
     listening_until: Optional[dt.datetime] = None
+    stopped: bool = False  # stopped in this Mood until lifted
     busy_here: bool = False  # a turn of this agent is pending or running in this Mood
     running_for_agent: int = 0  # its turns in flight anywhere
     wakes_last_hour: tuple[dt.datetime, ...] = ()  # this agent's wakes, any Mood
@@ -107,12 +108,13 @@ def decide(f: Facts) -> Decision:
 
 
 def gate(kind: str, now: dt.datetime, settings: dict, archived: bool = False,
-         listening_until: Optional[dt.datetime] = None) -> Optional[Decision]:
+         listening_until: Optional[dt.datetime] = None,
+         stopped: bool = False) -> Optional[Decision]:
     """The rules that need no facts beyond the settings and the Mood (listening,
     archived): what ``decide`` would say first, or None.  The loop asks this
     before it reads anything else, so a pair the settings rule out costs nothing."""
     return _gates(Facts(kind=kind, now=now, settings=settings, archived=archived,
-                        listening_until=listening_until))
+                        listening_until=listening_until, stopped=stopped))
 
 
 def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> Decision:
@@ -121,6 +123,8 @@ def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> D
 
 
 def _gates(f: Facts) -> Optional[Decision]:
+    if f.stopped:  # until lifted: mentions wait, the rest is remembered (see evaluate)
+        return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.SKIP, "stopped")
     listening = f.settings["listening"]
     if f.kind != WakeKind.MENTION and f.archived:
         return Decision(Outcome.SKIP, "archived")

@@ -231,6 +231,9 @@ class Listener(Base):
     # A turn here was cut off with no reply: a look-only follow-up is due (migration 0007).
     followup_of: Mapped[int] = mapped_column(BigInteger, default=0)  # the cut-off wake; 0: none
     followup_due_at: Mapped[Optional[dt.datetime]]
+    # Stopped here (``mood-poller stop``, or "@agent stop" from a trusted person) until lifted.
+    stopped_at: Mapped[Optional[dt.datetime]]
+    stopped_by: Mapped[Optional[str]] = mapped_column(String(64))
 
 
 class Owed(Base):

@@ -6,16 +6,11 @@ The reads are :mod:`poller.store.ops` verbs; this module shapes them.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import os
-import signal
 from typing import Optional
 
 from poller import errors, law
-from poller import procs
-from poller.procs import pid_alive
-from poller.recover import end_turn
+from poller.recover import stop_turn
 from poller.store import Store, cycle, ops
 from poller.text import iso
 
@@ -179,14 +174,45 @@ def set_scram(store: Store, by: Optional[str], now: dt.datetime) -> int:
     with store.writing() as s:
         cycle.set_flag(s, "scram", "on", by, now)
         for w in ops.in_flight(s):
-            # A runner process here is killed; a turn running inside a poller
-            # ends when its heartbeat finds the turn closed.
-            if w.host == procs.HOST and pid_alive(w.runner_pid, "poller.runner"):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(w.runner_pid, signal.SIGKILL)
-            end_turn(store.counter, s, w, "the emergency stop ended it", now, follow_up=False)
+            stop_turn(store.counter, s, w, "the emergency stop ended it", now)
             ended += 1
     return ended
+
+
+def stop_agent(store: Store, handle: str, slug: str, by: Optional[str],
+               now: dt.datetime) -> dict:
+    """Stop one agent in one Mood: end its turn there and hold its wakes there until lifted."""
+    agent, mood = store.agent(handle), store.mood(slug)
+    who = store.participant(by).handle if by else ""
+    with store.writing() as s:
+        new, running = ops.stop_pair(s, agent.id, mood.id, who, now)
+        for w in running:
+            stop_turn(store.counter, s, w, f"stopped in {slug}" + (f" by {who}" if who else ""), now)
+        if new:
+            body = stopped_note(agent.handle, who)
+            cycle.add_system_post(s, mood.id, agent.id, body, now, store.counter.count(body))
+    return {"agent": agent.handle, "mood": slug, "stopped": True, "already": not new,
+            "turns_ended": len(running)}
+
+
+def lift_stop(store: Store, handle: str, slug: str, now: dt.datetime) -> bool:
+    agent, mood = store.agent(handle), store.mood(slug)
+    with store.writing() as s:
+        lifted = ops.lift_pair(s, agent.id, mood.id, now)
+        if lifted:
+            body = resumed_note(agent.handle)
+            cycle.add_system_post(s, mood.id, agent.id, body, now, store.counter.count(body))
+    return lifted
+
+
+def stopped_note(handle: str, by: str) -> str:
+    who = f" by {by}" if by else ""
+    return (f"@{handle} was stopped here{who}: it starts no turn here until the stop is lifted; "
+            f"mentions of it wait and are answered then.")
+
+
+def resumed_note(handle: str) -> str:
+    return f"@{handle} may take turns here again."
 
 
 def lift_scram(store: Store, now: dt.datetime) -> bool:

@@ -54,6 +54,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "why": ("loop", "Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."),
     "status": ("loop", "Agents (idle / at work / held), turns in flight, holds and next due times."),
     "scram": ("loop", "Emergency stop: wake nothing anywhere and end running turns."),
+    "stop": ("loop", "Stop one agent in one Mood: end its turn there and hold its wakes there "
+                     "until --lift."),
     "preview": ("preview", "Print the wake KIND would send now, from the Mood's real posts."),
     "dials": ("dials", "Show what each discretion and verbosity level tells agents, and its source."),
     "demo": ("demo", "Play a short scripted conversation through the poller and print each wake "

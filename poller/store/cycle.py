@@ -145,6 +145,20 @@ def mentions_before(s: Session, agent_id: int, mood_id: int, upto_id: int) -> in
                            Post.id <= upto_id)) or 0
 
 
+def post_text(s: Session, post_id: int) -> str:
+    return s.scalar(sa.select(Post.text).where(Post.id == post_id)) or ""
+
+
+def handle(s: Session, participant_id: int) -> str:
+    return s.scalar(sa.select(Participant.handle).where(Participant.id == participant_id)) or "?"
+
+
+def turns_here(s: Session, agent_id: int, mood_id: int) -> list[Wake]:
+    """The agent's turns pending or running in the Mood, locked."""
+    return list(s.scalars(for_update(s, sa.select(Wake).where(
+        Wake.agent_id == agent_id, Wake.mood_id == mood_id, Wake.status.in_(IN_FLIGHT)))))
+
+
 def mood_slugs(s: Session) -> dict[int, str]:
     """Every Mood's slug by id (a scoped poller's cycle reads which it serves)."""
     return dict(s.execute(sa.select(Mood.id, Mood.slug)).all())
@@ -658,7 +672,7 @@ def listener_print(l) -> tuple:
     """The listener's part of a fingerprint: its timers, cursors and hold."""
     return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
             l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
-            l.followup_of, l.followup_due_at)
+            l.followup_of, l.followup_due_at, l.stopped_at)
 
 
 def newest_person_post(s: Session, mood_id: int) -> int:

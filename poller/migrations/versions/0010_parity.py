@@ -20,12 +20,18 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table('moods', schema=None) as batch_op:
         batch_op.add_column(sa.Column('typing_at', poller.models.UTCDateTime(), nullable=True))
+    with op.batch_alter_table('listeners', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('stopped_at', poller.models.UTCDateTime(), nullable=True))
+        batch_op.add_column(sa.Column('stopped_by', sa.String(length=64), nullable=True))
     with op.batch_alter_table('poller_beats', schema=None) as batch_op:
         batch_op.add_column(sa.Column('scope', sa.String(length=300), server_default='all',
                                       nullable=False))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('listeners', schema=None) as batch_op:
+        batch_op.drop_column('stopped_by')
+        batch_op.drop_column('stopped_at')
     with op.batch_alter_table('poller_beats', schema=None) as batch_op:
         batch_op.drop_column('scope')
     with op.batch_alter_table('moods', schema=None) as batch_op:
