@@ -34,7 +34,8 @@ import uuid
 from typing import Callable, Optional
 
 from poller import clock as clock_mod, config as config_mod, draft as drafts, errors, evaluate
-from poller import launch, nudge, recover, scan, summarize, text
+from poller import launch, nudge, recover, scan, screen, summarize, text
+from poller.kinds import WakeKind
 from poller.context import Context, Planned, TickReport
 from poller.scope import Scope
 from poller import procs
@@ -70,7 +71,8 @@ class Poller:
         self.launcher = launcher or launch.for_config(store, config, detach=detach)
         self.holder = f"{procs.HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.ctx = Context(store, config,
-                           summarizer=summarize.from_config(config.summarizer, store.counter))
+                           summarizer=summarize.from_config(config.summarizer, store.counter),
+                           screen=screen.from_config(config.screen, store.counter))
         self._dry = None  # the one rolled-back transaction of a dry run
         self.clock: Optional[Callable[[], dt.datetime]] = None  # run's clock, once it runs
         self.scope = scope
@@ -234,7 +236,7 @@ class Poller:
         for (agent_id, mood_id), exc in decided.bad:
             self._set_aside(agent_id, mood_id, exc, now, report)
         composed = []
-        for draft in decided.drafts:
+        for draft in self._screened(decided.drafts, now, report):
             try:
                 composed.append((draft, drafts.compose_text(self.ctx, draft)))  # no transaction
             except transient_errors():
@@ -242,6 +244,25 @@ class Poller:
             except Exception as exc:  # this wake's data broke composing it: set it aside, go on
                 self._set_aside(draft.agent.id, draft.mood.id, exc, now, report)
         recorded += self._record(composed, now, report)
+
+    def _screened(self, drafts_: list, now: dt.datetime, report: TickReport) -> list:
+        """The drafts to compose: considers the screen says nobody needs are recorded as
+        screened out instead (asked with no transaction open)."""
+        screen = self.ctx.screen
+        if screen is None or self._dry is not None:
+            return drafts_
+        keep, out = [], []
+        for draft in drafts_:
+            verdict = (screen.ask(draft.agent.handle, draft.mood.slug, draft.request.woke, now)
+                       if draft.kind == WakeKind.CONSIDER else None)
+            report.screen_tokens += verdict.tokens if verdict else 0
+            (keep if verdict is None or verdict.needed else out).append((draft, verdict))
+        if out:
+            with self._tx() as s:
+                for draft, verdict in out:
+                    if not drafts.screen_out(self.ctx, s, draft, verdict.reason, now, report):
+                        report.abandoned += 1  # changed meanwhile: looked at again next cycle
+        return [d for d, _ in keep]
 
     def _record(self, composed: list, now: dt.datetime, report: TickReport) -> list[Planned]:
         """Record a batch's composed wakes in one write transaction, each in a savepoint

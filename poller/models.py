@@ -308,6 +308,7 @@ class Decision(Base):
     at: Mapped[dt.datetime]
     last_at: Mapped[dt.datetime]  # the same decision, repeated, only moves this
     count: Mapped[int] = mapped_column(Integer, default=1)
+    detail: Mapped[Optional[str]] = mapped_column(String(200))  # e.g. the screen's one-line reason
 
 
 # -- Richer turns: sessions, handoffs, refusals (migration 0003) ------------------

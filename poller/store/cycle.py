@@ -396,7 +396,7 @@ def answers(s: Session, wake_id: int) -> list[int]:
 
 def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome: str,
                     reason: str, next_due: Optional[dt.datetime], now: dt.datetime,
-                    wake_id: Optional[int] = None) -> bool:
+                    wake_id: Optional[int] = None, detail: Optional[str] = None) -> bool:
     """Append a decision, or extend the latest one when it is the same again.
 
     Returns True when the decision is new (so a caller logs it once, not each cycle).
@@ -407,11 +407,13 @@ def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome:
         last = conn.execute(_LATEST_DECISION, {"a": agent_id, "m": mood_id, "k": kind}).first()
         if last is not None and last.wake_id is None and (last.outcome, last.reason) == (outcome, reason):
             conn.execute(sa.update(d).where(d.c.id == last.id).values(
-                last_at=now, next_due=next_due, count=d.c.count + 1))
+                last_at=now, next_due=next_due, count=d.c.count + 1,
+                **({"detail": detail} if detail else {})))
             return False
     conn.execute(sa.insert(d).values(agent_id=agent_id, mood_id=mood_id, kind=kind,
                                      outcome=outcome, reason=reason, next_due=next_due,
-                                     wake_id=wake_id, at=now, last_at=now, count=1))
+                                     wake_id=wake_id, at=now, last_at=now, count=1,
+                                     detail=detail))
     return True
 
 

@@ -101,11 +101,12 @@ class DecisionRecord:
     at: dt.datetime
     last_at: dt.datetime
     count: int
+    detail: Optional[str] = None
 
 
 def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, DecisionRecord]:
     return {kind: DecisionRecord(kind, d.outcome, d.reason, d.next_due, d.wake_id, d.at,
-                                 d.last_at, d.count)
+                                 d.last_at, d.count, d.detail)
             for kind, d in cycle.latest_decisions(s, agent_id, mood_id).items()}
 
 

@@ -20,6 +20,8 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table('moods', schema=None) as batch_op:
         batch_op.add_column(sa.Column('typing_at', poller.models.UTCDateTime(), nullable=True))
+    with op.batch_alter_table('decisions', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('detail', sa.String(length=200), nullable=True))
     with op.batch_alter_table('listeners', schema=None) as batch_op:
         batch_op.add_column(sa.Column('stopped_at', poller.models.UTCDateTime(), nullable=True))
         batch_op.add_column(sa.Column('stopped_by', sa.String(length=64), nullable=True))
@@ -29,6 +31,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('decisions', schema=None) as batch_op:
+        batch_op.drop_column('detail')
     with op.batch_alter_table('listeners', schema=None) as batch_op:
         batch_op.drop_column('stopped_by')
         batch_op.drop_column('stopped_at')
