@@ -140,7 +140,9 @@ def status(store: Store, now: dt.datetime) -> dict:
             "last_turn": None if last is None else {
                 "id": last.id, "mood": last.mood, "kind": last.kind, "status": last.status,
                 "at": iso(last.finished_at)},
-            "why": None if said is None else {**said, "at": iso(said["at"])},
+            "why": None if said is None else {
+                **said, "at": iso(said["at"]),
+                "code": law.Decision(said["outcome"], said["reason"]).code},
         })
     return {"scram": scram, "agents": sorted(agents, key=lambda a: a["handle"].lower()),
             "in_flight": [{"id": w.id, "agent": w.agent, "mood": w.mood, "kind": w.kind,
