@@ -277,26 +277,31 @@ class BenchScreen:
 
 
 def screen_days(slugs: list[str], db_url: str | None) -> None:
-    """The shipped strategy with and without a screen before considers."""
+    """With and without a screen before considers: for agents without a session (every
+    wake carries the full catch-up) and for the shipped strategy (delta wakes)."""
     posts, signins = simulate_day(slugs)
-    sessions, kinds = STRATEGIES[SHIPPED]
     fake = BenchScreen()
-    print(f"\nthe screen: {len(slugs)} Moods, {len(AGENTS)} agents, {SHIPPED}; a stand-in screen "
-          f"that says yes only to questions")
-    without = run_day(len(slugs), posts, signins, sessions, kinds, db_url)
-    screened = run_day(len(slugs), posts, signins, sessions, kinds, db_url, screen_url=fake.url)
+    print(f"\nthe screen: {len(slugs)} Moods, {len(AGENTS)} agents; a stand-in screen that "
+          f"says yes only to questions")
+    for strategy in ("no session", SHIPPED):
+        sessions, kinds = STRATEGIES[strategy]
+        asked = fake.asked
+        without = run_day(len(slugs), posts, signins, sessions, kinds, db_url)
+        screened = run_day(len(slugs), posts, signins, sessions, kinds, db_url,
+                           screen_url=fake.url)
+        totals = {}
+        for name, day in (("without a screen", without), ("with the screen", screened)):
+            wakes = sum(t for _, t in day["rows"])
+            considers = sum(1 for k, _ in day["rows"] if k == "consider")
+            totals[name] = wakes + day["screen_tokens"]
+            print(f"{strategy}, {name}: {len(day['rows']):,} wakes ({considers:,} considers), "
+                  f"{wakes:,} wake tokens + {day['screen_tokens']:,} screen tokens = "
+                  f"{totals[name]:,}; {day['screened']:,} considers screened out; mentions "
+                  f"missed {day['missed']} of {day['mentions']}; {day['cpu']:.1f} s CPU")
+        ratio = totals["with the screen"] / max(1, totals["without a screen"])
+        print(f"{strategy}: screen + wakes vs wakes alone: {ratio:.2f}x "
+              f"({fake.asked - asked:,} screen calls)")
     fake.server.shutdown()
-    totals = {}
-    for name, day in (("without a screen", without), ("with the screen", screened)):
-        wakes = sum(t for _, t in day["rows"])
-        considers = sum(1 for k, _ in day["rows"] if k == "consider")
-        totals[name] = wakes + day["screen_tokens"]
-        print(f"{name}: {len(day['rows']):,} wakes ({considers:,} considers), {wakes:,} wake "
-              f"tokens + {day['screen_tokens']:,} screen tokens = {totals[name]:,}; "
-              f"{day['screened']:,} considers screened out; mentions missed {day['missed']} "
-              f"of {day['mentions']}; {day['cpu']:.1f} s CPU, {day['wall']:.1f} s wall")
-    print(f"screen + wakes vs wakes alone: {totals['with the screen'] / max(1, totals['without a screen']):.2f}x "
-          f"({fake.asked:,} screen calls)")
 
 
 def without_floor() -> dict:

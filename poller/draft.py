@@ -192,7 +192,7 @@ def screen_out(ctx: Context, s, draft: Draft, reason: str, now: dt.datetime,
         return False
     code = law.Decision("skip", "screened-out")
     cycle.record_decision(s, draft.agent.id, draft.mood.id, draft.kind, code.outcome,
-                          code.reason, None, now, detail=reason[:200])
+                          code.reason, None, now, detail=reason[:200], merge=False)
     if l.consider_from_id and l.consider_from_id <= draft.seen_id:
         l.consider_from_id, l.consider_due_at = 0, None
     l.due_at = cycle.next_due(l, False, now)

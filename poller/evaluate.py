@@ -93,7 +93,7 @@ def evaluate(ctx: Context, s, pairs: list[tuple[int, int]], now: dt.datetime) ->
     A database error is raised (the transaction may be unusable: the caller
     weighs the pairs again one by one); any other error sets its pair aside.
     """
-    batch = facts.claim(s, pairs, now)
+    batch = facts.claim(s, pairs, now, screening=ctx.screen is not None)
     out = Decided()
     for pair in by_initiative(ctx, batch, pairs, now):
         l = batch.listeners.get(pair)

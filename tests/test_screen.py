@@ -145,3 +145,16 @@ def test_a_screen_needs_both_url_and_model(tmp_path, sqlite_url):
     r = TimelineCli(sqlite_url, config=str(config))("tick", ok=False)
     assert r.code != 0 and "screen.url and screen.model" in r.err and "Traceback" not in r.err
     assert os.environ.get("MOOD_POLLER_SCREEN_API_KEY") is None
+
+
+def test_a_screened_out_consider_spends_the_consider_budget(room, endpoint):
+    room("set", "considers_per_hour", "1")
+    room("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
+    assert consider(tick(room, 20)) == "skipped:screened-out"
+    room("post", "lobby", "--as", "ada", "--at", at(30), "and sunny tomorrow")
+    held = tick(room, 50)
+    assert consider(held).startswith("deferred:consider-budget-until-")
+    assert len(endpoint.requests) == 1  # the screen is asked no more often than it would wake
+    room("post", "lobby", "--as", "ada", "--at", at(40), "also warm")
+    assert consider(tick(room, 3700)) == "skipped:screened-out"  # an hour later: asked again
+    assert len(endpoint.requests) == 2

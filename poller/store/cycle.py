@@ -396,14 +396,15 @@ def answers(s: Session, wake_id: int) -> list[int]:
 
 def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome: str,
                     reason: str, next_due: Optional[dt.datetime], now: dt.datetime,
-                    wake_id: Optional[int] = None, detail: Optional[str] = None) -> bool:
+                    wake_id: Optional[int] = None, detail: Optional[str] = None,
+                    merge: bool = True) -> bool:
     """Append a decision, or extend the latest one when it is the same again.
 
     Returns True when the decision is new (so a caller logs it once, not each cycle).
     A decision that woke the agent is always new.
     """
     d, conn = Decision.__table__, s.connection()
-    if wake_id is None:
+    if wake_id is None and merge:
         last = conn.execute(_LATEST_DECISION, {"a": agent_id, "m": mood_id, "k": kind}).first()
         if last is not None and last.wake_id is None and (last.outcome, last.reason) == (outcome, reason):
             conn.execute(sa.update(d).where(d.c.id == last.id).values(

@@ -31,6 +31,7 @@ from poller.models import (Agent, Decision, Listener, Mood, Owed, Participant, P
 from poller.values import MoodInfo
 
 HOUR = dt.timedelta(hours=1)
+SCREENED_OUT = "screened-out"  # a consider the screen turned away (see poller.screen)
 UNPROMPTED = (WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL)  # as poller.law has them
 
 LISTENERS = Listener.__table__
@@ -253,7 +254,7 @@ class Batch:
         return last is None
 
 
-def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
+def claim(s: Session, pairs: list[Pair], now: dt.datetime, screening: bool = False) -> Batch:
     """Claim the pairs still due and read their facts; pairs another poller holds are left out."""
     s.flush()  # what this session has pending (a dry run's scan) is read back below
     conn = s.connection()
@@ -267,7 +268,7 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
                   {a: Load() for a in agents}, _latest(conn, claimed))
     if claimed:
         _owed(conn, batch, claimed)
-        _wakes(conn, batch, agents, now)
+        _wakes(conn, batch, agents, now, screening)
         _floor(conn, batch)
         _spoke(conn, batch)
         _calm(conn, batch, now)
@@ -315,7 +316,7 @@ def _owed(conn, batch: Batch, pairs: list[Pair]) -> None:
         l.owed, l.sender_kinds = posts, kinds
 
 
-def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime) -> None:
+def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime, screening: bool) -> None:
     """The agents' turns in flight, and their wakes in the last hour (considers by Mood)."""
     w = Wake.__table__
     busy = sa.select(w.c.agent_id, w.c.mood_id).where(w.c.agent_id.in_(agents),
@@ -331,6 +332,14 @@ def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime) -> None:
         batch.load[agent_id].woke.append(at)
         if kind == WakeKind.CONSIDER:
             considers.setdefault((agent_id, mood_id), []).append(at)
+    # A consider the screen turned away spent a consider too (each is its own row):
+    # the screen is asked no more often than the agent would have been woken.
+    d = Decision.__table__
+    screened = sa.select(d.c.agent_id, d.c.mood_id, d.c.at).where(
+        sa.tuple_(d.c.agent_id, d.c.mood_id).in_(list(batch.listeners)),
+        d.c.kind == WakeKind.CONSIDER, d.c.reason == SCREENED_OUT, d.c.at > now - HOUR)
+    for agent_id, mood_id, at in (conn.execute(screened) if screening else ()):
+        considers.setdefault((agent_id, mood_id), []).append(_aware(at))
     for pair, times in considers.items():
         if pair in batch.listeners:
             batch.listeners[pair].considers = tuple(times)
