@@ -136,7 +136,8 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
             base = base or base_facts(ctx, load, l, mood, resolved, values, now,
                                       batch.floor_holder(l.agent_id, l.mood_id))
             decision = law.decide(law.Facts(kind=kind, **base,
-                                            **kind_facts(ctx, s, batch, kind, l, owed, now)))
+                                            **kind_facts(ctx, s, kind, l, owed, now),
+                                            **mood_facts(batch, kind, l)))
         if decision.outcome == Outcome.WAKE:
             d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now)
             d.fingerprint, d.decision = fingerprint(l, load, now, batch), decision
@@ -207,7 +208,7 @@ def standings(ctx: Context, batch: facts.Batch, mood_id: int, agent_ids: list[in
     return law.initiative(contenders, now)
 
 
-def kind_facts(ctx: Context, s, batch: facts.Batch, kind: str, l: ListenerRow, owed: list[int],
+def kind_facts(ctx: Context, s, kind: str, l: ListenerRow, owed: list[int],
                now: dt.datetime) -> dict:
     """The facts only one kind needs."""
     recent = now - dt.timedelta(seconds=ctx.cfg.person_recent)
@@ -222,10 +223,16 @@ def kind_facts(ctx: Context, s, batch: facts.Batch, kind: str, l: ListenerRow, o
                 "arrival_greeted_recently": cycle.greeted_since(
                     s, l.agent_id, l.mood_id, who.participant_id, greet_since)}
     if kind == WakeKind.CONSIDER:
-        calm, last = batch.calm.get(l.mood_id, (0, None))
-        return {"considers_last_hour": l.considers, "calm_turns": calm, "calm_last": last,
-                "typing_at": batch.moods[l.mood_id].typing_at}
+        return {"considers_last_hour": l.considers}
     return {"person_recent": l.last_person_at is not None and l.last_person_at > recent}
+
+
+def mood_facts(batch: facts.Batch, kind: str, l: ListenerRow) -> dict:
+    """What the Mood says about a consider: its calm, and whether someone is typing."""
+    if kind != WakeKind.CONSIDER:
+        return {}
+    calm, last = batch.calm.get(l.mood_id, (0, None))
+    return {"calm_turns": calm, "calm_last": last, "typing_at": batch.moods[l.mood_id].typing_at}
 
 
 def bot_chain(ctx: Context, s, l: ListenerRow, owed: list[int]) -> int:
