@@ -195,6 +195,9 @@ def screen_out(ctx: Context, s, draft: Draft, reason: str, now: dt.datetime,
                           code.reason, None, now, detail=reason[:200], merge=False)
     if l.consider_from_id and l.consider_from_id <= draft.seen_id:
         l.consider_from_id, l.consider_due_at = 0, None
+    # Paced as a turn would have been: the screen is asked no more often than it would wake.
+    cooldown = ctx.settings.values(draft.mood.id, draft.agent.id, now)["cooldown"]
+    l.cooldown_until = now + dt.timedelta(seconds=cooldown)
     l.due_at = cycle.next_due(l, False, now)
     report.decisions.append((draft.agent.handle, draft.mood.slug, draft.kind, code.code))
     log_decision(draft.agent.handle, draft.mood.slug, draft.kind, code, True)

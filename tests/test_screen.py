@@ -158,3 +158,14 @@ def test_a_screened_out_consider_spends_the_consider_budget(room, endpoint):
     room("post", "lobby", "--as", "ada", "--at", at(40), "also warm")
     assert consider(tick(room, 3700)) == "skipped:screened-out"  # an hour later: asked again
     assert len(endpoint.requests) == 2
+
+
+def test_a_screened_out_consider_is_paced_like_a_turn(room, endpoint):
+    room("set", "cooldown", "60")
+    room("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
+    assert consider(tick(room, 20)) == "skipped:screened-out"
+    room("post", "lobby", "--as", "ada", "--at", at(30), "and sunny tomorrow")
+    assert tick(room, 50)["decisions"] == []  # not due before the cooldown ends
+    assert len(endpoint.requests) == 1
+    assert consider(tick(room, 81)) == "skipped:screened-out"
+    assert len(endpoint.requests) == 2
