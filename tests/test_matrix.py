@@ -399,3 +399,21 @@ def test_a_mention_in_a_thread_is_answered_there_blocks_hidden_and_a_refusal_is_
                                      "is_falling_back": False,
                                      "m.in_reply_to": {"event_id": asked}}
     assert notice["msgtype"] == "m.notice" and "settings block was refused" in notice["body"]
+
+
+def test_a_person_typing_in_the_room_is_the_moods_typing_signal(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.person.call("PUT", f"/rooms/{bridged.room}/typing/{bridged.person.user_id}",
+                        {"typing": True, "timeout": 30000})
+    wait_for(lambda: typing_at(bridged.db), what="the typing signal stored")
+
+
+def typing_at(db_url: str):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url)
+    with engine.connect() as c:
+        at = c.exec_driver_sql("SELECT typing_at FROM moods").scalar()
+    engine.dispose()
+    return at

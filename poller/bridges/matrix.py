@@ -183,6 +183,7 @@ def registration(cfg: MatrixConfig) -> dict:
                                   "regex": f"@{re.escape(cfg.user_prefix)}.*:{server}"}],
                        "aliases": [], "rooms": []},
         "rate_limited": False,
+        "receive_ephemeral": True,  # people's typing (it holds considers back)
     }
 
 
@@ -203,7 +204,7 @@ class Meaning:
     """One Matrix event as the store takes it: a message, a join, an edit, a redaction,
     an invitation for one of our users, or nothing (None)."""
 
-    kind: str  # message | join | edit | redact | invite
+    kind: str  # message | join | edit | redact | invite | typing
     event_id: str
     room: str
     sender: str
@@ -217,6 +218,10 @@ def meaning(cfg: MatrixConfig, event: dict) -> Optional[Meaning]:
     etype, sender = event.get("type"), event.get("sender", "")
     eid, room = event.get("event_id", ""), event.get("room_id", "")
     content = event.get("content") or {}
+    if etype == "m.typing":  # an ephemeral event: who is typing in the room now
+        people = [u for u in content.get("user_ids") or [] if isinstance(u, str)
+                  and not ours(cfg, u)]
+        return Meaning("typing", "", room, people[0]) if people else None
     if etype == "m.room.member":
         return _member(cfg, event, eid, room, sender, content)
     if ours(cfg, sender):

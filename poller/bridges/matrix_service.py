@@ -69,6 +69,8 @@ def _take(store, cfg: matrix.MatrixConfig, now, m: matrix.Meaning, bot: bool) ->
         bridges.edit(store, name, m.event_id, m.target, m.sender, m.body, now)
     elif m.kind == "redact":
         bridges.redact(store, name, m.event_id, m.target, now)
+    elif m.kind == "typing":
+        bridges.typing(store, name, m.room, now)
 
 
 class MatrixService:
@@ -139,7 +141,8 @@ class MatrixService:
                                      status=403)
         try:
             body = await request.json()
-            events = body.get("events") or []
+            events = (body.get("events") or []) + (body.get("ephemeral") or body.get(
+                "de.sorunome.msc2409.ephemeral") or [])
         except (ValueError, AttributeError):
             return web.json_response({"errcode": "M_BAD_JSON", "error": "not JSON"}, status=400)
         try:
@@ -305,10 +308,12 @@ class MatrixService:
 
 
 def _timeline(data: dict):
-    """Every timeline event of a sync response (one batch can carry several), with its room."""
+    """Every timeline and ephemeral event of a sync response (one batch can carry several),
+    with its room."""
     for room_id, room in ((data.get("rooms") or {}).get("join") or {}).items():
-        for event in (room.get("timeline") or {}).get("events") or []:
-            yield dict(event, room_id=room_id)
+        for part in ("timeline", "ephemeral"):
+            for event in (room.get(part) or {}).get("events") or []:
+                yield dict(event, room_id=room_id)
 
 
 async def _quietly(call, what: str, who: str) -> bool:

@@ -252,6 +252,19 @@ def join(store: Store, bridge: str, external_id: str, room: str, user: str, hint
     return once(store, bridge, external_id, take)
 
 
+def typing(store: Store, bridge: str, room: str, now: dt.datetime) -> bool:
+    """Someone is typing in a linked room: the Mood's considers wait (as for
+    ``mood-poller typing``).  False if the room is not linked."""
+    with store.writing() as s:
+        link = _room(s, bridge, room)
+        if link is None:
+            return False
+        mood = s.get(Mood, link.local_id)
+        if mood.typing_at is None or mood.typing_at < now:
+            mood.typing_at = now
+        return True
+
+
 def edit(store: Store, bridge: str, external_id: str, target: str, editor: str, body: str,
          now: dt.datetime) -> Optional[int]:
     """An edit replaces the stored post's text (its sender's edits only); it never wakes."""
