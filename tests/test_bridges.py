@@ -99,6 +99,15 @@ def test_edits_change_the_text_only_for_their_sender_and_redactions_remove_it(st
     assert store.posts("lobby")[-1].text == bridges.REMOVED
 
 
+def test_what_was_said_before_the_room_was_linked_is_history(store):
+    linked = store.mood("lobby").created_at
+    old = msg("$old", "helper: from last year", mentions=("helper",),
+              at=linked - dt.timedelta(days=365))
+    assert bridges.ingest(store, "matrix", old, T0) is None
+    new = msg("$new", "helper: now", mentions=("helper",), at=linked + dt.timedelta(seconds=1))
+    assert bridges.ingest(store, "matrix", new, T0) is not None
+
+
 def test_a_join_is_a_sign_in_once(store):
     assert bridges.join(store, "matrix", "$j", ROOM, "@bo:hs.example", "bo", T0) is not None
     assert bridges.join(store, "matrix", "$j", ROOM, "@bo:hs.example", "bo", T0) is None

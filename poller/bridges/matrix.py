@@ -241,11 +241,20 @@ def meaning(cfg: MatrixConfig, event: dict) -> Optional[Meaning]:
     body = content.get("body")
     if not isinstance(body, str) or not body.strip():
         return None
-    return Meaning("message", eid, room, sender, _incoming(cfg, eid, room, sender, body,
+    return Meaning("message", eid, room, sender, _incoming(cfg, event, eid, room, sender, body,
                                                            content, relates))
 
 
-def _incoming(cfg, eid, room, sender, body, content, relates) -> Incoming:
+def _sent_at(event: dict):
+    import datetime as dt
+
+    ts = event.get("origin_server_ts")
+    if not isinstance(ts, int) or isinstance(ts, bool) or not 0 < ts < 2**53:
+        return None
+    return dt.datetime.fromtimestamp(ts / 1000, dt.timezone.utc)
+
+
+def _incoming(cfg, event, eid, room, sender, body, content, relates) -> Incoming:
     mentions = None
     if isinstance(content.get("m.mentions"), dict):
         ids = content["m.mentions"].get("user_ids") or []
@@ -255,7 +264,7 @@ def _incoming(cfg, eid, room, sender, body, content, relates) -> Incoming:
     if thread and relates.get("is_falling_back"):
         reply = None  # a thread's fallback reply is not a reply to anyone
     return Incoming(eid, room, sender, localpart(sender), _strip_fallback(body, reply),
-                    mentions, reply, thread)
+                    mentions, reply, thread, _sent_at(event))
 
 
 def _strip_fallback(body: str, reply: Optional[str]) -> str:

@@ -19,6 +19,7 @@ agent, its replies starting with the agent's handle; a mention is then an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import logging
 import time
@@ -58,9 +59,7 @@ def _take(store, cfg: matrix.MatrixConfig, now, m: matrix.Meaning, bot: bool) ->
     if m.kind == "message":
         msg = m.message
         if bot:  # the agents have no users of their own: @handle in the text names them
-            msg = bridges.Incoming(msg.external_id, msg.room, msg.sender, msg.sender_hint,
-                                   msg.body, tuple(sorted(text.mentioned_keys(msg.body))),
-                                   msg.reply_to, msg.thread)
+            msg = dataclasses.replace(msg, mentions=tuple(sorted(text.mentioned_keys(msg.body))))
         bridges.ingest(store, name, msg, now, trust)
     elif m.kind == "join":
         bridges.join(store, name, m.event_id, m.room, m.sender, matrix.localpart(m.sender),

@@ -47,6 +47,7 @@ class Incoming:
     mentions: Optional[tuple[str, ...]] = None
     reply_to: Optional[str] = None
     thread: Optional[str] = None
+    at: Optional[dt.datetime] = None  # when the chat says it was sent
 
 
 @dataclass(frozen=True)
@@ -172,8 +173,8 @@ def ingest(store: Store, bridge: str, msg: Incoming, now: dt.datetime,
 
     def take(s: Session):
         room = _room(s, bridge, msg.room)
-        if room is None:
-            return None
+        if room is None or (msg.at is not None and msg.at < room.created_at):
+            return None  # not a linked room, or said before it was linked: history
         who = sender(s, bridge, msg.sender, msg.sender_hint, default_trust, now)
         reply_to = _post_of(s, bridge, msg.reply_to, room.local_id)
         given = mentions(s, msg, bool((room.options or {}).get("legacy")))
