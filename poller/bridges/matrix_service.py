@@ -250,9 +250,9 @@ class MatrixService:
 
         payload = await asyncio.to_thread(outbox.payload_of, self.store, item)
         reply = None
-        if item.event == "reply" and item.post_id is not None:
+        if item.event == "reply":
             reply = await asyncio.to_thread(bridges.reply_target, self.store, matrix.NAME,
-                                            item.post_id)
+                                            item.wake_id)
         body = payload["text"]
         if self.client is not None:
             body = f"{payload['sender']}: {body}"

@@ -323,13 +323,12 @@ def record_sent(store: Store, bridge: str, item_id: int, external_id: str,
                               at=now))
 
 
-def reply_target(store: Store, bridge: str, post_id: int) -> Optional[ReplyTarget]:
+def reply_target(store: Store, bridge: str, wake_id: Optional[int]) -> Optional[ReplyTarget]:
     """The chat message an agent's reply answers: the newest post its wake answered that
     came from the chat."""
+    if wake_id is None:
+        return None
     with store.reading() as s:
-        wake_id = s.scalar(sa.select(Wake.id).where(Wake.reply_post_id == post_id))
-        if wake_id is None:
-            return None
         q = (sa.select(BridgeEvent.external_id, BridgeEvent.thread)
              .join(WakePost, WakePost.post_id == BridgeEvent.post_id)
              .where(WakePost.wake_id == wake_id, BridgeEvent.bridge == bridge)

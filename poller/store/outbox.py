@@ -113,6 +113,11 @@ def enqueue_post(s: Session, post: Post, origin: Optional[str] = None) -> int:
     return len(rows)
 
 
+def attach_wake(s: Session, post_id: int, wake_id: int) -> None:
+    """The reply's items name the turn it came from (what it answers, for a chat)."""
+    s.execute(sa.update(OutboxItem).where(OutboxItem.post_id == post_id).values(wake_id=wake_id))
+
+
 def enqueue_posts(s: Session, rows, ids: list[int]) -> None:
     """People's posts ingested in bulk (:func:`poller.store.core.insert_posts`): an item
     for each of their Moods' webhooks."""
@@ -214,10 +219,9 @@ def payload_of(store, item: Item) -> dict[str, Any]:
             post = s.get(Post, item.post_id)
             sender = s.get(Participant, post.sender_id)
             out.update(post_id=post.id, text=post.text, sender=sender.handle,
-                       sender_kind=sender.kind, kind=post.kind, at=post.created_at.isoformat())
-            wake = s.scalar(sa.select(Wake).where(Wake.reply_post_id == post.id))
-            out["wake_id"] = wake.id if wake is not None else None
-        if item.wake_id is not None:
+                       sender_kind=sender.kind, kind=post.kind, at=post.created_at.isoformat(),
+                       wake_id=item.wake_id)
+        if item.wake_id is not None and item.post_id is None:
             w = s.get(Wake, item.wake_id)
             out.update(wake_id=w.id, agent=s.get(Participant, w.agent_id).handle,
                        kind=w.kind, status=w.status)

@@ -203,6 +203,7 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str
             return w.status
         w.status = WakeStatus.REPLIED if reply.kind == "post" else WakeStatus.SILENT
         w.finished_at, w.reply_post_id = now, post.id
+        outbox.attach_wake(s, post.id, w.id)
         w.error = "; ".join(n for n in (outcome.note, reply.note) if n)
         apply_blocks(s, store.counter, w, parsed, now)
         after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
