@@ -177,6 +177,10 @@ def test_the_same_event_delivered_again_wakes_nobody_and_stores_nothing(bridged)
     before = posts(bridged)
     replay(bridged, asked)
     replay(bridged, asked)
+    forged = httpx.put(f"http://127.0.0.1:{bridged.home.as_port}/_matrix/app/v1/transactions/x",
+                       json={"events": []}, headers={"Authorization": "Bearer not-the-token"},
+                       timeout=30)
+    assert forged.status_code == 403
     sentinel = bridged.mention("helper", "helper: and now?")
     wait_for(lambda: len(bridged.said_by("helper")) == 2, what="the second reply")
     assert len(wakes_seen(bridged.tmp)) == 2
