@@ -13,6 +13,7 @@ import json
 import time
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,7 @@ def homeserver(tmp_path_factory):
     hs = synapse.start([str(registration)], hs_port, secrets.token_hex(16))
     yield Homeserver(hs, config, as_port)
     hs.stop()
+    shutil.rmtree(hs.root, ignore_errors=True)
 
 
 class Bridged:
