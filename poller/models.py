@@ -435,3 +435,126 @@ class PollerBeat(Base):
     at: Mapped[dt.datetime]
     interval: Mapped[float]
     took: Mapped[float]  # seconds the cycle took
+
+
+# -- Scheduled wakes and check-in agreements (migration 0012) ---------------------------------
+
+
+class Alarm(Base):
+    """A wake asked for at a time: once (``at``), ``daily`` or by ``cron``, in a real zone.
+
+    ``next_at`` is the oldest firing not yet woken for (None: nothing more to
+    fire).  A wake covers every firing up to when it is recorded and moves
+    ``next_at`` past them in the same transaction, so a poller that was down
+    sends one late wake, never a burst.  ``version`` moves with each change, so
+    two pollers never record the same firing twice.
+    """
+
+    __tablename__ = "alarms"
+    __table_args__ = (Index("ix_alarms_next_at", "next_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    kind: Mapped[str] = mapped_column(String(8))  # at | daily | cron
+    spec: Mapped[str] = mapped_column(String(200))  # "2026-12-24 09:00" | "09:00" | "0 9 * * MON-FRI"
+    tz: Mapped[str] = mapped_column(String(64))
+    note: Mapped[str] = mapped_column(Text, default="")
+    set_by: Mapped[str] = mapped_column(String(100), default="")  # operator | @agent | person
+    lateness_cutoff_minutes: Mapped[int] = mapped_column(Integer, default=60)
+    created_at: Mapped[dt.datetime]
+    next_at: Mapped[Optional[dt.datetime]]
+    last_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    fired: Mapped[int] = mapped_column(Integer, default=0)  # firings woken for, in all
+    removed_at: Mapped[Optional[dt.datetime]]
+    version: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class CheckinAgreement(Base):
+    """A person's promise to check in by a time, watched by an agent in a Mood.
+
+    Deadlines up to ``answered_until`` are answered (checked in for); up to
+    ``processed_until`` a wake has looked at them.  ``next_check_at`` is when
+    the poller must look again (a deadline, or a grace ending).
+    """
+
+    __tablename__ = "checkin_agreements"
+    __table_args__ = (Index("ix_checkin_agreements_next_check_at", "next_check_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    person_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    kind: Mapped[str] = mapped_column(String(8))  # once | daily
+    spec: Mapped[str] = mapped_column(String(32))
+    tz: Mapped[str] = mapped_column(String(64))
+    grace_minutes: Mapped[int] = mapped_column(Integer, default=60)
+    lateness_cutoff_minutes: Mapped[int] = mapped_column(Integer, default=120)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    contact_email: Mapped[Optional[str]] = mapped_column(String(254))
+    consent_digest: Mapped[Optional[str]] = mapped_column(String(64))  # the invitation's code, hashed
+    consent_at: Mapped[Optional[dt.datetime]]
+    armed: Mapped[bool] = mapped_column(Boolean, default=False)
+    answered_until: Mapped[Optional[dt.datetime]]
+    processed_until: Mapped[dt.datetime]
+    next_check_at: Mapped[Optional[dt.datetime]]
+    created_at: Mapped[dt.datetime]
+    updated_at: Mapped[dt.datetime]
+    version: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class CheckinStreak(Base):
+    """Missed deadlines in a row, until the person checks in (or pause, cancel, replace)."""
+
+    __tablename__ = "checkin_streaks"
+    __table_args__ = (Index("ix_checkin_streaks_agreement", "agreement_id", "closed_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agreement_id: Mapped[int] = mapped_column(ForeignKey("checkin_agreements.id"))
+    first_due: Mapped[dt.datetime]
+    last_due: Mapped[dt.datetime]
+    opened_at: Mapped[dt.datetime]
+    closed_at: Mapped[Optional[dt.datetime]]
+    closed_by: Mapped[str] = mapped_column(String(16), default="")  # checkin | pause | cancel | ...
+    grace_until: Mapped[Optional[dt.datetime]]  # planned once, by the first confirmed on-time notice
+    grace_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    contact_state: Mapped[str] = mapped_column(String(16), default="")
+    contact_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    contact_note: Mapped[str] = mapped_column(Text, default="")
+
+
+class CheckinNotice(Base):
+    """A checkin-missed wake: the deadlines it tells the person about, and when its
+    reply was posted (the notice confirmed)."""
+
+    __tablename__ = "checkin_notices"
+
+    wake_id: Mapped[int] = mapped_column(BigId, ForeignKey("wakes.id"), primary_key=True)
+    streak_id: Mapped[int] = mapped_column(ForeignKey("checkin_streaks.id"))
+    oldest_due: Mapped[dt.datetime]
+    newest_due: Mapped[dt.datetime]
+    late: Mapped[bool] = mapped_column(Boolean, default=False)
+    confirmed_at: Mapped[Optional[dt.datetime]]
+
+
+class MailOut(Base):
+    """An e-mail to send (a consent invitation, a contact message): written in the
+    transaction that decides it, sent by a poller with its Message-ID, once."""
+
+    __tablename__ = "mail_outbox"
+    __table_args__ = (Index("ix_mail_outbox_state", "state"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agreement_id: Mapped[Optional[int]] = mapped_column(ForeignKey("checkin_agreements.id"))
+    streak_id: Mapped[Optional[int]] = mapped_column(ForeignKey("checkin_streaks.id"))
+    purpose: Mapped[str] = mapped_column(String(16))  # invite | contact
+    recipient: Mapped[str] = mapped_column(String(254))
+    subject: Mapped[str] = mapped_column(String(300))
+    body: Mapped[str] = mapped_column(Text)
+    message_id: Mapped[str] = mapped_column(String(200), unique=True)
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending sending sent failed uncertain
+    created_at: Mapped[dt.datetime]
+    claimed_at: Mapped[Optional[dt.datetime]]
+    claimed_by: Mapped[str] = mapped_column(String(100), default="")
+    sent_at: Mapped[Optional[dt.datetime]]
+    error: Mapped[str] = mapped_column(Text, default="")
