@@ -108,6 +108,24 @@ class Handed(NamedTuple):
     look_only: bool = False  # written by a look-only turn (woken by look-trust posts, or unasked)
 
 
+class Scheduled(NamedTuple):
+    """What a scheduled wake (alarm, checkin-missed, checkin-contact) is about.  Times
+    are already shown in words (``2026-10-06 21:00 Europe/Berlin (Tue, UTC+02:00)``)."""
+
+    due: str = ""  # the (oldest) firing or deadline it answers
+    count: int = 1  # firings, or missed deadlines, it covers
+    late_by: str = ""  # "about 3 days": how late the wake is; "" when on time
+    noticed_late: bool = False  # past the lateness cutoff: it only says it was noticed late
+    note: str = ""  # an alarm's note (whoever set it wrote it: shown as quoted text)
+    set_by: str = ""
+    person: str = ""  # check-ins: whose agreement
+    newest: str = ""  # the newest missed deadline
+    next_due: str = ""  # the deadline after
+    notice_at: str = ""  # contact: when the person was told
+    contact: str = ""  # contact: the one recipient
+    body_limit: int = 0  # contact: characters the message may have
+
+
 @dataclass(frozen=True, kw_only=True)
 class WakeRequest:
     """Everything one wake is made from.  Plain tuples work for the NamedTuple
@@ -145,6 +163,11 @@ class WakeRequest:
     # setting, or the kit's letter.md) and who has been here.
     letter: str = ""
     people: Sequence[Member] = ()
+    # Scheduled wakes: what the alarm or the check-in is about.
+    scheduled: Scheduled | None = None
+    # People with a check-in agreement watched by this agent here: the footer says how
+    # to count their check-in.
+    checkins: Sequence[str] = ()
 
 
 # --- output -------------------------------------------------------------------
@@ -399,10 +422,24 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "letter": operator_text(request.letter),
         "people": [_member(Member._make(m)) for m in request.people],
         "zone": request.timezone,
+        "scheduled": _scheduled(request),
+        "checkins": [field_(h) for h in request.checkins],
         "todo_url": lines.one_line(config.todo_pattern.format(
             slug=urllib.parse.quote(request.mood, safe="")), 1_000) if config.todo_pattern else "",
         "etiquette_url": lines.one_line(config.etiquette_url, 1_000),
     }
+
+
+def _scheduled(request: WakeRequest) -> Scheduled:
+    """The scheduled wake's facts, each one line; the note quoted as text someone wrote."""
+    got = Scheduled._make(request.scheduled) if request.scheduled else Scheduled()
+    one = functools.partial(lines.one_line, limit=FIELD_CHARS)
+    note = lines.INDENT + lines.clip_chars(lines.quote(got.note), 2_000) if got.note else ""
+    return got._replace(due=one(got.due), late_by=one(got.late_by), note=note,
+                        set_by=one(got.set_by), person=one(got.person), newest=one(got.newest),
+                        next_due=one(got.next_due), notice_at=one(got.notice_at),
+                        contact=one(got.contact), count=int(got.count),
+                        body_limit=int(got.body_limit))
 
 
 def _member(m: Member) -> str:
@@ -485,6 +522,11 @@ def _quiet_for(request: WakeRequest) -> str:
     return _duration((request.now - max(times)).total_seconds())
 
 
+def duration(seconds: float) -> str:
+    """A span in words: "about 5 minutes", "about 3 hours", "about 2 days"."""
+    return _duration(seconds)
+
+
 def _duration(seconds: float) -> str:
     minutes = max(1, round(seconds / 60))
     if minutes < 90:
@@ -505,7 +547,8 @@ def render_frames(config: WakeConfig, templates: str | Path | None = None) -> st
     for kind, tools, in_session in (
             ("mention", "full", False), ("mention", "look", False), ("consider", "look", False),
             ("quiet", "look", False), ("arrival", "look", False), ("cut-off", "look", False),
-            ("consider", "look", True)):
+            ("consider", "look", True), ("alarm", "look", False), ("checkin-missed", "look", False),
+            ("checkin-contact", "look", False)):
         context = dict(_placeholders(kind, tools, config), in_session=in_session)
         if in_session:
             context["summary"] = "Earlier posts: in this session (up to «time» «the Mood's time zone»)."
@@ -545,5 +588,13 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "etiquette_url": config.etiquette_url,
         "summary": "«digest of older posts, or [N earlier posts not shown]»",
         "recent_shown": 1, "new_count": 1,
+        "scheduled": Scheduled(
+            due="«when it was due, e.g. 2026-10-06 21:00 Europe/Berlin (Tue, UTC+02:00)»",
+            count=2, late_by="«how late; left out when on time»", noticed_late=False,
+            note=lines.INDENT + "«the note left with the alarm»", set_by="«who set it»",
+            person="«person»", newest="«the newest missed deadline»",
+            next_due="«the next deadline»", notice_at="«when the person was told»",
+            contact="«the contact's e-mail address»", body_limit=3_800),
+        "checkins": ["«person with a check-in agreement here»"],
         "catch_up": "[«sender», «time»] «post, word for word»\n[«sender», «time», new] «a newer post»\n",
     }

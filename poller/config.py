@@ -27,6 +27,7 @@ ENV_CONFIG = "MOOD_POLLER_CONFIG"
 ENV_WIKI_PASSWORD = "MOOD_POLLER_WIKI_BOT_PASSWORD"
 ENV_SUMMARIZER_KEY = "MOOD_POLLER_SUMMARIZER_API_KEY"
 ENV_LAUNCH = "MOOD_POLLER_LAUNCH"
+ENV_MAIL_PASSWORD = "MOOD_POLLER_MAIL_PASSWORD"  # read only when mail is sent
 LAUNCHERS = ("auto", "process", "thread")
 SECRET_FIELDS = {"bot_password", "api_key"}
 
@@ -107,6 +108,21 @@ class PollerConfig:
 
 
 @dataclass(frozen=True)
+class MailConfig:
+    """The SMTP server check-in mail goes out through (consent invitations, the one
+    contact message).  The password comes only from the environment,
+    MOOD_POLLER_MAIL_PASSWORD, read when mail is sent."""
+
+    host: str = ""  # empty: no mail server, so mail waits in the outbox and arming is refused
+    port: int = 587
+    starttls: bool = True  # upgrade with STARTTLS, certificate verified
+    tls: bool = False  # implicit TLS from the start (port 465), certificate verified
+    user: str = ""  # log in as this user (with the password from the environment)
+    sender: str = ""  # the From: address
+    timeout: float = 30.0  # seconds for the SMTP conversation
+
+
+@dataclass(frozen=True)
 class Config:
     db_url: str = field(default_factory=default_db_url)
     encoding: str = DEFAULT_ENCODING
@@ -114,6 +130,7 @@ class Config:
     wake: WakeConfig = field(default_factory=WakeConfig)
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     poller: PollerConfig = field(default_factory=PollerConfig)
+    mail: MailConfig = field(default_factory=MailConfig)
     source: str = ""  # path of the file it was read from, if any
     # Where each value came from, by "section.key" ("database.url",
     # "wiki.timeout"...): "default", "file", "--db", the environment variable's
@@ -144,6 +161,7 @@ SECTIONS = {
     "wake": WakeConfig,
     "summarizer": SummarizerConfig,
     "poller": PollerConfig,
+    "mail": MailConfig,
 }
 
 # Every value config.load reads: its place in the file ("section.key"), and the
@@ -217,6 +235,13 @@ RULES: dict[str, Rule] = {
     "poller.turn_stale": _seconds(above=0),
     "poller.agent_env": Rule(str, shape="names"),
     "poller.launch": Rule(str, choices=LAUNCHERS),
+    "mail.host": Rule(str, shape="host"),
+    "mail.port": Rule(int, min=1, max=65535),
+    "mail.starttls": Rule(bool),
+    "mail.tls": Rule(bool),
+    "mail.user": Rule(str),
+    "mail.sender": Rule(str, shape="address"),
+    "mail.timeout": _seconds(above=0),
 }
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -312,6 +337,9 @@ def _shape_problem(value: str, rule: Rule) -> str:
         except (KeyError, IndexError, ValueError):
             return "may hold no placeholder but {slug} (write {{ and }} for braces)"
         return _url_problem(filled)
+    elif shape == "address" and value:
+        if not re.fullmatch(r"[^@\s<>]+@[^@\s<>]+", value):
+            return "must be an e-mail address (e.g. poller@example.org)"
     elif shape == "names":
         names = [n.strip() for n in value.split(",") if n.strip()]
         bad = [n for n in names if not _ENV_NAME.fullmatch(n)]
@@ -351,6 +379,11 @@ def _coerce(section: str, cls, raw: dict, sources: dict, file_secrets: list):
 
 def _validate(cfg: Config) -> None:
     """What needs two values at once (each value alone was checked as it was read)."""
+    if cfg.mail.host and not cfg.mail.sender:
+        raise errors.ConfigError("config: mail.host needs mail.sender (the From: address)")
+    if cfg.mail.tls and cfg.mail.starttls:
+        raise errors.ConfigError("config: mail.tls and mail.starttls exclude each other "
+                                 "(implicit TLS, or STARTTLS)")
     if cfg.summarizer.kind == "llm" and not (cfg.summarizer.url and cfg.summarizer.model):
         raise errors.ConfigError("config: summarizer.kind = 'llm' needs summarizer.url and summarizer.model")
 

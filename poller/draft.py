@@ -21,7 +21,7 @@ from typing import Optional
 
 from poller import compose, law
 from poller.context import Context, Planned, TickReport, log_decision
-from poller.kinds import ParticipantKind, Tools, Trust, WakeKind
+from poller.kinds import SCHEDULED, ParticipantKind, Tools, Trust, WakeKind
 from poller.models import Listener
 from poller.store import cycle, gather as reads
 from poller.values import AgentInfo, MoodInfo
@@ -48,7 +48,7 @@ class Draft:
 # it (reads.in_session).  Every kind, in the product; the token bench narrows it
 # to measure the levers apart (considers alone, the other kinds alone).
 DELTA_KINDS = frozenset({WakeKind.MENTION, WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL,
-                         WakeKind.CUT_OFF})
+                         WakeKind.CUT_OFF, *SCHEDULED})
 
 
 def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: MoodInfo,
@@ -116,6 +116,7 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
         timezone=values.get("timezone", "UTC"),
         session_until=held.seen_at if since else None,
         rules=rules_in_wake(agent, values, since, extras),
+        checkins=reads.checkin_people(s, agent.id, mood.id),
         **letter(s, agent, mood, values))
     # What the session holds is still held: the next delta starts after all of it.
     return Draft(agent, mood, kind, tools, request, answers, about_id, max(shown | {since}), extras)

@@ -112,6 +112,7 @@ class ContactState(StrEnum):
     SENT = "sent"  # the agent wrote; the message is in the outbox
     DECLINED = "declined"  # the agent chose not to write (or wrote nothing)
     LATE = "late"  # the grace wake came past the lateness cutoff: nobody is contacted
+    OFF = "off"  # at grace's end the stage was disarmed, or the contact had not consented
     REFUSED = "refused"  # its one message was refused (recipient, timing, length)
 
 

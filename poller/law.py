@@ -21,10 +21,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from poller.kinds import Outcome, WakeKind, names
+from poller.kinds import SCHEDULED, Outcome, WakeKind, names
 from poller.text import iso
 
-KINDS = names(WakeKind)  # in the order they are tried
+KINDS = names(WakeKind)  # every kind decide weighs (the listeners' loop tries kinds.LISTENED)
 HOUR = dt.timedelta(hours=1)
 UNPROMPTED = frozenset({WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL})  # share a floor
 READY_CAP_H = 12.0  # readiness stops growing after this many hours without speaking
@@ -100,6 +100,8 @@ def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> D
 
 
 def _gates(f: Facts) -> Optional[Decision]:
+    if f.kind in SCHEDULED:
+        return None  # asked for at a time: kept whatever the listening and the Mood's state
     listening = f.settings["listening"]
     if f.kind != WakeKind.MENTION and f.archived:
         return Decision(Outcome.SKIP, "archived")
@@ -148,8 +150,10 @@ def _capacity(f: Facts) -> Optional[Decision]:
 
 
 def _pacing(f: Facts) -> Optional[Decision]:
-    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF):
-        return None  # mentions, and the follow-up of a turn cut off, are never cooled down
+    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF, *SCHEDULED):
+        # mentions, the follow-up of a turn cut off and what was asked for at a time
+        # are never cooled down
+        return None
     if f.cooldown_until is not None and f.cooldown_until > f.now:
         return Decision(Outcome.DEFER, "cooldown", f.cooldown_until)
     if f.kind == WakeKind.CONSIDER and f.running_for_agent:

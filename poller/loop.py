@@ -11,6 +11,9 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
    (an indexed ``due_at``) a batch at a time, claims the batch and reads its
    facts with a few set queries (:mod:`poller.store.facts`), applies the law
    to each kind that is due and records every decision with one executemany;
+   Before it, the scheduled wakes (alarms, missed check-ins, the contact
+   stage: :mod:`poller.scheduled`) are weighed, composed and recorded; after
+   it, the mail outbox is sent (:mod:`poller.mail`);
 4. **compose** (:mod:`poller.draft`): renders the batch's wakes with no
    transaction open;
 5. **commit**: records them and the posts they answer in one short write
@@ -34,7 +37,7 @@ import uuid
 from typing import Callable, Optional
 
 from poller import clock as clock_mod, config as config_mod, draft as drafts, errors, evaluate
-from poller import launch, nudge, recover, scan, summarize, text
+from poller import launch, mail, nudge, recover, scan, scheduled, summarize, text
 from poller.context import Context, Planned, TickReport
 from poller import procs
 from poller.store import Store, cycle
@@ -153,7 +156,11 @@ class Poller:
         if scram:
             report.scram = True
             return
-        self._evaluate_due(now, report, self._start if launch_turns else None)
+        start = self._start if launch_turns else None
+        scheduled.run(self, now, report, start, transient_errors())
+        self._evaluate_due(now, report, start)
+        if launch_turns:
+            mail.send_waiting(self.store, self.config.mail, self.holder, now)
 
     def _drain(self, cursor: str, step, now: dt.datetime) -> int:
         """Run a scan step in short transactions until the backlog is read.

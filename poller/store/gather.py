@@ -340,3 +340,14 @@ def _around(s: Session, target: Post) -> list[compose.WakePost]:
     after = s.execute(base.where(Post.id > target.id).order_by(Post.id).limit(LINK_AROUND)).all()
     me = s.execute(_posts_query().where(Post.id == target.id)).all()
     return _wake_posts([*reversed(before), *me, *after])
+
+
+def checkin_people(s: Session, agent_id: int, mood_id: int) -> list[str]:
+    """Handles of the people whose active check-in agreement this agent watches here."""
+    from poller.models import CheckinAgreement
+
+    q = (sa.select(Participant.handle).join(CheckinAgreement,
+                                             CheckinAgreement.person_id == Participant.id)
+         .where(CheckinAgreement.agent_id == agent_id, CheckinAgreement.mood_id == mood_id,
+                CheckinAgreement.status == "active").order_by(Participant.handle_key))
+    return list(s.scalars(q))

@@ -247,7 +247,10 @@ def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.date
 
 def apply_blocks(s: Session, counter, w: Wake, parsed: blocks.Parsed, now: dt.datetime) -> None:
     """Apply the reply's valid blocks; record and announce the refused ones."""
+    from poller import agreements
+
     refused = list(parsed.refused)
+    refused += agreements.after_reply(s, counter, w, parsed, w.status == WakeStatus.REPLIED, now)
     if parsed.settings is not None:
         apply_settings(s, w, parsed.settings, now)
     if parsed.handoff is not None:
