@@ -595,6 +595,6 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
             person="«person»", newest="«the newest missed deadline»",
             next_due="«the next deadline»", notice_at="«when the person was told»",
             contact="«the contact's e-mail address»", body_limit=3_800),
-        "checkins": ["«person with a check-in agreement here»"],
+        "checkins": ["«person with a check-in agreement here»"] if kind == "checkin-missed" else [],
         "catch_up": "[«sender», «time»] «post, word for word»\n[«sender», «time», new] «a newer post»\n",
     }

@@ -5,9 +5,11 @@ from __future__ import annotations
 import click
 
 from poller.cli import App, common, pass_app
-from poller.kinds import WakeKind, names
+from poller.kinds import LISTENED, WakeKind
 
-KINDS = [k for k in names(WakeKind) if k != WakeKind.CUT_OFF]  # a cut-off wake is a follow-up
+# A cut-off wake is a follow-up, and scheduled wakes come from their alarm or agreement:
+# `preview --frames` shows those.
+KINDS = [k.value for k in LISTENED if k != WakeKind.CUT_OFF]
 
 
 @click.command()
