@@ -48,7 +48,7 @@ def check_email(value: str) -> str:
 
 def terms(g) -> checkins.Terms:
     return checkins.Terms(g.kind, g.spec, g.tz, g.status, g.answered_until, g.processed_until,
-                          g.grace_minutes, g.lateness_cutoff_minutes)
+                          g.grace_minutes, g.lateness_cutoff_minutes, g.created_at)
 
 
 def replan(s, g, now: dt.datetime) -> None:
@@ -353,13 +353,11 @@ def _contact(s, w, block: Optional[blocks.ContactBlock], notes: list[str],
 
 
 def _contact_refusal(st, g, block: blocks.ContactBlock) -> str:
-    from poller.scheduled import CONTACT_BODY_LIMIT
-
     if st.closed_at is not None:
         return "the person checked in (or the agreement ended) since: nothing was sent"
     if not (g.armed and g.consent_at and g.contact_email and g.status == AgreementStatus.ACTIVE):
         return "the contact stage is no longer armed: nothing was sent"
-    if len(block.body) > CONTACT_BODY_LIMIT:
+    if len(block.body) > checkins.CONTACT_BODY_LIMIT:
         return (f"the message is {len(block.body):,} characters; the limit is "
-                f"{CONTACT_BODY_LIMIT:,}: nothing was sent")
+                f"{checkins.CONTACT_BODY_LIMIT:,}: nothing was sent")
     return ""

@@ -25,6 +25,7 @@ from poller.kinds import AgreementStatus, ContactState
 
 GRACE_RANGE = (1, 1440)  # minutes
 CUTOFF_RANGE = (15, 4320)  # minutes
+CONTACT_BODY_LIMIT = 3_800  # characters the agent's message to a contact may have (a footer follows)
 NOT_AN_EMERGENCY_SERVICE = (
     "This is not an emergency service: it watches one promise to check in, nothing "
     "more. Nothing happens while no poller runs or no agent or mail server answers, "
@@ -43,6 +44,7 @@ class Terms:
     processed_until: dt.datetime
     grace_minutes: int = 60
     cutoff_minutes: int = 120
+    since: Optional[dt.datetime] = None  # set up then: no deadline before it is the agreement's
 
     @property
     def when(self) -> timing.Spec:
@@ -85,7 +87,7 @@ def _newer(t: Optional[dt.datetime], than: Optional[dt.datetime]) -> bool:
 def ordinary(terms: Terms, at: dt.datetime) -> Answer:
     """The person checked in at *at*: today's deadline while it is ahead, and what passed."""
     spec, until, answered = terms.when, terms.answered_until, None
-    passed = spec.latest(at)
+    passed = _own(terms, spec.latest(at))
     if _newer(passed, until):
         answered = until = passed  # closes what was missed (or passed unprocessed)
     today = spec.on_date(at.astimezone(spec.zone).date())
@@ -94,10 +96,15 @@ def ordinary(terms: Terms, at: dt.datetime) -> Answer:
     return Answer(answered, until, terms.kind == "once" and answered is not None)
 
 
+def _own(terms: Terms, t: Optional[dt.datetime]) -> Optional[dt.datetime]:
+    """*t* if it is one of the agreement's deadlines (after it was set up), else None."""
+    return t if t is not None and (terms.since is None or t > terms.since) else None
+
+
 def targets(terms: Terms, now: dt.datetime) -> tuple[Optional[dt.datetime], Optional[dt.datetime]]:
     """The deadlines a dated check-in may name now: (the next, the latest passed)."""
     spec = terms.when
-    return spec.next(now, inclusive=True), spec.latest(now - dt.timedelta(microseconds=1))
+    return spec.next(now, inclusive=True), _own(terms, spec.latest(now - dt.timedelta(microseconds=1)))
 
 
 def dated(terms: Terms, target: dt.datetime, now: dt.datetime) -> Answer:

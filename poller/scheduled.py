@@ -28,15 +28,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from poller import alarms, checkins, compose, draft as drafts, law, timing
+from poller import agreements, alarms, checkins, compose, draft as drafts, law, timing
 from poller.context import Context, Planned, TickReport, log_decision
 from poller.kinds import ContactState, Outcome, Tools, WakeKind
 from poller.store import cycle, schedules as rows
 from poller.values import MoodInfo
 
 log = logging.getLogger("poller.scheduled")
-
-CONTACT_BODY_LIMIT = 3_800  # characters the agent's message may have; the footer is added
 
 
 @dataclass
@@ -80,13 +78,8 @@ def alarm_job(a, now: dt.datetime) -> Job:
                late=f.late)
 
 
-def terms_of(g) -> checkins.Terms:
-    return checkins.Terms(g.kind, g.spec, g.tz, g.status, g.answered_until, g.processed_until,
-                          g.grace_minutes, g.lateness_cutoff_minutes)
-
-
 def agreement_job(s, g, person: str, now: dt.datetime) -> Job:
-    terms = terms_of(g)
+    terms = agreements.terms(g)
     base = dict(table="agreement", row_id=g.id, version=g.version, agent_id=g.agent_id,
                 mood_id=g.mood_id)
     missed = checkins.missed(terms, now)
@@ -108,7 +101,7 @@ def agreement_job(s, g, person: str, now: dt.datetime) -> Job:
     info = compose.Scheduled(due=timing.shown(st.first_due, g.tz), person=person,
                              newest=timing.shown(st.last_due, g.tz),
                              notice_at=timing.shown(notice_at, g.tz), contact=g.contact_email,
-                             body_limit=CONTACT_BODY_LIMIT)
+                             body_limit=checkins.CONTACT_BODY_LIMIT)
     return Job(WakeKind.CHECKIN_CONTACT, info=info, **base)
 
 
@@ -231,7 +224,7 @@ def covered(s, job: Job, row, wake_id: int, now: dt.datetime) -> None:
 def plan_next(s, row, now: dt.datetime) -> None:
     """The agreement's next look: its next deadline, or its open streak's grace end."""
     st = rows.open_streak(s, row.id)
-    row.next_check_at = checkins.next_check(terms_of(row), st.grace_until if st else None,
+    row.next_check_at = checkins.next_check(agreements.terms(row), st.grace_until if st else None,
                                             st.contact_state if st else ContactState.NONE)
     row.updated_at = now
 

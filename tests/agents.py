@@ -30,6 +30,9 @@ elif mode == "silent":
     print("<silent>nothing to add</silent>")
 elif mode == "say":
     print(" ".join(extra))
+elif mode == "file":
+    # Whatever the file holds now: a test changes the reply between turns.
+    print(open(extra[0]).read())
 elif mode == "fail":
     print("half a thought")
     print("something broke", file=sys.stderr)
