@@ -221,9 +221,12 @@ def checkin_accept(app: App, as_json: bool) -> None:
     (never from the command line)."""
     import sys
 
-    from poller import agreements
+    from poller import agreements, errors
 
-    code = sys.stdin.readline().strip()
+    try:
+        code = sys.stdin.buffer.readline().decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise errors.UserError(f"stdin is not valid UTF-8 (byte {exc.start})") from None
 
     view = agreements.accept(app.store, code, app.now())
     _show(view, as_json, f"{view['contact_email']} agreed to be {view['person']}'s contact")
