@@ -591,7 +591,8 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "scheduled": Scheduled(
             due="«when it was due, e.g. 2026-10-06 21:00 Europe/Berlin (Tue, UTC+02:00)»",
             count=2, late_by="«how late; left out when on time»", noticed_late=False,
-            note=lines.INDENT + "«the note left with the alarm»", set_by="«who set it»",
+            note=lines.INDENT + "«the note left with the alarm»" if kind == "alarm" else "",
+            set_by="«who set it»",
             person="«person»", newest="«the newest missed deadline»",
             next_due="«the next deadline»", notice_at="«when the person was told»",
             contact="«the contact's e-mail address»", body_limit=3_800),
