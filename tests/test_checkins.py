@@ -286,3 +286,48 @@ def test_bad_agreements_get_one_line_and_nothing_is_written(cli, tmp_path):
     assert "has passed" in c.fails(*base, "--once", "2026-10-01 18:00", "--tz", "UTC").err
     assert "time zone" in c.fails(*base, "--daily", "21:00", "--tz", "local").err
     assert "no check-in agreement" in c.fails("checkin", "status", "--person", "ada").err
+
+
+def test_two_pollers_on_postgresql_send_a_mail_once(pg_server, migrated_pg, tmp_path, smtp):
+    import subprocess
+    import sys
+
+    c = Cli(pg_server.new_database(template=migrated_pg), smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, tmp_path / "reply.txt")
+    for who in ("bea", "cyd", "dot"):
+        c("person", "add", who, "--trust", "full")
+        c("checkin", "setup", "--person", who, "--agent", "bot", "--mood", "lobby", "--daily",
+          "21:00", "--tz", "UTC", "--contact-email", f"{who}-friend@example.org",
+          "--now", at(5, 10))
+    cmd = [sys.executable, "-m", "poller", "--db", c.db_url, "--config", c.config, "tick",
+           "--now", at(5, 10, 1)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+    c("tick", "--now", at(5, 10, 2))
+    assert sorted(to[0] for to, _ in smtp.received) == [
+        "bea-friend@example.org", "cyd-friend@example.org", "dot-friend@example.org"]
+
+
+def test_a_mail_whose_sending_was_interrupted_is_marked_uncertain_and_never_resent(
+        cli, tmp_path, smtp):
+    import sqlalchemy as sa
+
+    from poller import models
+
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, tmp_path / "reply.txt")
+    setup(c, "--contact-email", "carol@example.org")
+    engine = sa.create_engine(c.db_url)
+    with engine.begin() as conn:  # a poller claimed it, then died mid-conversation
+        conn.execute(sa.update(models.MailOut).values(
+            state="sending", claimed_by="gone:1", claimed_at=dt.datetime(2026, 10, 5, 7, tzinfo=UTC)))
+    engine.dispose()
+    c("tick", "--now", at(5, 10, 1))
+    c("tick", "--now", at(5, 10, 2))
+    assert smtp.received == []
+    engine = sa.create_engine(c.db_url)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(models.MailOut.state)).scalar() == "uncertain"
+    engine.dispose()
