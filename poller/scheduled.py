@@ -63,10 +63,9 @@ def late_words(due: dt.datetime, now: dt.datetime) -> str:
 def due_jobs(s, now: dt.datetime) -> list[Job]:
     """What is due now: alarms first, then agreements (read only)."""
     jobs = [alarm_job(a, now) for a in rows.due_alarms(s, now)]
-    names = rows.handles(s, {g.person_id for g in rows.due_agreements(s, now)})
-    for g in rows.due_agreements(s, now):
-        jobs.append(agreement_job(s, g, names.get(g.person_id, "?"), now))
-    return jobs
+    due = rows.due_agreements(s, now)
+    names = rows.handles(s, {g.person_id for g in due})
+    return jobs + [agreement_job(s, g, names.get(g.person_id, "?"), now) for g in due]
 
 
 def alarm_job(a, now: dt.datetime) -> Job:
