@@ -53,3 +53,27 @@ def test_a_person_checks_in_for_a_named_deadline_and_a_contact_accepts_once(serv
     assert far.status_code == 400 and "may name" in far.json()["detail"]
     nobody = served.client().post("/api/v1/checkin/accept", json={"code": "not-a-code"})
     assert nobody.status_code == 400 and "unknown" in nobody.json()["detail"]
+
+
+def test_the_im_here_button_checks_in_for_the_deadline_it_names_and_keeps_it(served):
+    import re
+
+    from test_web import csrf_of, signed_in
+
+    c = signed_in(served, served.person("ada"))
+    served.cli("checkin", "setup", "--person", "ada", "--agent", "bot", "--mood", "lobby",
+               "--daily", "21:00", "--tz", "Europe/Berlin", "--now", "2031-05-05T08:00:00Z")
+    page = c.get("/").text  # the clock: Tuesday 2031-05-06 11:00 Berlin; Monday 21:00 missed
+    assert "not an emergency service" in page
+    monday = "2031-05-05 21:00 Europe/Berlin (Mon, UTC+02:00)"
+    assert f'name="for" value="{monday}"' in page
+    r = c.post("/checkin/done", data={"csrf": csrf_of(page), "for": monday})
+    assert r.status_code == 303
+    kept = c.get(r.headers["location"]).text
+    assert f'name="for" value="{monday}"' in kept and "Refresh" in kept  # the same deadline
+    again = c.post("/checkin/done", data={"csrf": csrf_of(kept), "for": monday})
+    assert again.status_code == 303
+    mine = served.client(served.tokens["ada"]).get("/api/v1/checkin").json()
+    assert mine["answered_until"] == monday and mine["next_deadline"].startswith("2031-05-06 21:00")
+    fresh = c.get("/").text
+    assert re.search(r'name="for" value="2031-05-06 21:00', fresh)
