@@ -180,6 +180,8 @@ def record(ctx: Context, s, job: Job, d: drafts.Draft, wake: compose.Wake, now: 
     """Record the wake with what it covers, if nothing moved since it was decided."""
     if cycle.flag(s, "scram") is not None or not cycle.agent_active(s, job.agent_id):
         return None
+    # The listener, then the agent's lock, as the listeners' wakes take them (no deadlock).
+    l = cycle.listeners_for(s, {(job.agent_id, job.mood_id)})[(job.agent_id, job.mood_id)]
     cycle.lock_agent(s, job.agent_id)
     row = (rows.claim_alarm if job.table == "alarm" else rows.claim_agreement)(
         s, job.row_id, job.version)
@@ -193,7 +195,6 @@ def record(ctx: Context, s, job: Job, d: drafts.Draft, wake: compose.Wake, now: 
     cycle.record_decision(s, job.agent_id, job.mood_id, job.kind, "wake", "woke", None, now, w.id)
     covered(s, job, row, w.id, now)
     row.version += 1
-    l = cycle.listeners_for(s, {(job.agent_id, job.mood_id)})[(job.agent_id, job.mood_id)]
     l.looked_id = max(l.looked_id or 0, d.seen_id)
     report.decisions.append((d.agent.handle, d.mood.slug, job.kind, "woke"))
     log_decision(d.agent.handle, d.mood.slug, job.kind, law.WAKE, True)

@@ -105,9 +105,14 @@ def remove_alarm(s: Session, alarm_id: int, now: dt.datetime) -> Alarm:
     return row
 
 
+_ACTIVE_AGENTS = sa.select(Agent.participant_id).where(Agent.retired_at.is_(None))
+
+
 def due_alarms(s: Session, now: dt.datetime, limit: int = 500) -> list[Alarm]:
-    return list(s.scalars(sa.select(Alarm).where(Alarm.next_at <= now, Alarm.removed_at.is_(None))
-                          .order_by(Alarm.next_at).limit(limit)))
+    """Alarms due by *now* of agents still there (a removed agent's wait, unread)."""
+    return list(s.scalars(sa.select(Alarm).where(
+        Alarm.next_at <= now, Alarm.removed_at.is_(None), Alarm.agent_id.in_(_ACTIVE_AGENTS))
+        .order_by(Alarm.next_at).limit(limit)))
 
 
 def claim_alarm(s: Session, alarm_id: int, version: int) -> Optional[Alarm]:
@@ -126,13 +131,16 @@ def live_agreement(s: Session, person_id: int, lock: bool = False) -> Optional[C
 
 
 def agreements_here(s: Session, agent_id: int, mood: int) -> list[CheckinAgreement]:
-    return list(s.scalars(sa.select(CheckinAgreement).where(
+    """The live agreements this agent watches in the Mood, locked (a turn is settling)."""
+    return list(s.scalars(cycle.for_update(s, sa.select(CheckinAgreement).where(
         CheckinAgreement.agent_id == agent_id, CheckinAgreement.mood_id == mood,
-        CheckinAgreement.status.in_(LIVE_AGREEMENTS)).order_by(CheckinAgreement.id)))
+        CheckinAgreement.status.in_(LIVE_AGREEMENTS)).order_by(CheckinAgreement.id))))
 
 
 def agreement(s: Session, agreement_id: int) -> Optional[CheckinAgreement]:
-    return s.get(CheckinAgreement, agreement_id)
+    """One agreement, locked: what a settling turn changes, no cycle changes meanwhile."""
+    return s.scalar(cycle.for_update(s, sa.select(CheckinAgreement).where(
+        CheckinAgreement.id == agreement_id)))
 
 
 def add_agreement(s: Session, **values) -> CheckinAgreement:
@@ -145,7 +153,8 @@ def add_agreement(s: Session, **values) -> CheckinAgreement:
 def due_agreements(s: Session, now: dt.datetime, limit: int = 500) -> list[CheckinAgreement]:
     return list(s.scalars(sa.select(CheckinAgreement).where(
         CheckinAgreement.next_check_at <= now,
-        CheckinAgreement.status == AgreementStatus.ACTIVE)
+        CheckinAgreement.status == AgreementStatus.ACTIVE,
+        CheckinAgreement.agent_id.in_(_ACTIVE_AGENTS))
         .order_by(CheckinAgreement.next_check_at).limit(limit)))
 
 
