@@ -331,3 +331,51 @@ def test_a_mail_whose_sending_was_interrupted_is_marked_uncertain_and_never_rese
     with engine.connect() as conn:
         assert conn.execute(sa.select(models.MailOut.state)).scalar() == "uncertain"
     engine.dispose()
+
+
+def test_a_once_agreement_is_completed_by_a_check_in_before_or_after_it(cli, tmp_path):
+    reply = tmp_path / "reply.txt"
+    c = room(cli, tmp_path, reply)
+    once = ["checkin", "setup", "--person", "ada", "--agent", "bot", "--mood", "lobby",
+            "--once", "2026-10-06 18:00", "--tz", "Europe/Berlin", "--json", "--now", at(5, 10)]
+    assert json.loads(c(*once).out)["next_deadline"] == \
+        "2026-10-06 18:00 Europe/Berlin (Tue, UTC+02:00)"
+    reply.write_text("@ada you said you would check in by 18:00.")
+    c("tick", "--now", at(6, 18, 1), "--wait")
+    assert len(wakes(c, "checkin-missed")) == 1
+    say(c, reply, at(6, 18, 30), "@bot all good, I'm here", "```checkin\nquote: I'm here\n```")
+    assert any("counted for 2026-10-06 18:00" in p and "the agreement is complete" in p
+               for p in posts(c))
+    assert "no check-in agreement" in c.fails("checkin", "status", "--person", "ada").err
+    c("tick", "--now", at(8, 18), "--wait")
+    assert len(wakes(c, "checkin-missed")) == 1
+
+
+def test_arming_needs_consent_a_mail_server_no_missed_check_in_and_no_pause(cli, tmp_path, smtp):
+    reply = tmp_path / "reply.txt"
+    plain = room(cli, tmp_path, reply)  # no [mail] configured
+    setup(plain, "--contact-email", "carol@example.org")
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    c("tick", "--now", at(5, 10, 1))
+    code = re.search(r"^    (\S+)\s*$", smtp.received[0][1].get_content(), re.M).group(1)
+    c("checkin", "accept", input=code + "\n")
+    arm = ["checkin", "arm", "--person", "ada"]
+    assert "no mail server" in plain.fails(*arm, "--now", at(5, 10, 2)).err
+    reply.write_text("@ada missed")
+    assert "check in first" in c.fails(*arm, "--now", at(5, 21, 1)).err  # passed, unprocessed
+    c("tick", "--now", at(5, 21, 1), "--wait")
+    assert "check in first" in c.fails(*arm, "--now", at(5, 21, 2)).err  # the streak is open
+    c("checkin", "pause", "--person", "ada", "--now", at(5, 21, 3))
+    assert "paused" in c.fails(*arm, "--now", at(5, 21, 4)).err
+    c("checkin", "resume", "--person", "ada", "--now", at(5, 21, 5))
+    assert json.loads(c(*arm, "--json", "--now", at(5, 21, 6)).out)["armed"]
+    assert not json.loads(c("checkin", "disarm", "--person", "ada", "--json",
+                            "--now", at(5, 21, 7)).out)["armed"]
+
+
+def test_setting_up_across_a_dst_gap_warns(cli, tmp_path):
+    c = room(cli, tmp_path, tmp_path / "reply.txt")
+    r = c("checkin", "setup", "--person", "ada", "--agent", "bot", "--mood", "lobby",
+          "--daily", "02:15", "--tz", "America/New_York", "--now", at(5, 10))
+    assert "2027-03-14 02:15 does not exist in America/New_York" in r.err
+    assert "not an emergency service" in r.out
