@@ -114,7 +114,10 @@ def run(poller, now: dt.datetime, report: TickReport,
     *transient* are the database errors that retry the whole cycle."""
     with poller._rx() as s:
         jobs = due_jobs(s, now)
+    woken: set[tuple[int, int]] = set()  # one wake per (agent, Mood) a cycle; the rest wait
     for job in jobs:
+        if job.kind is not None and (job.agent_id, job.mood_id) in woken:
+            continue
         try:
             planned = one(poller, job, now, report)
         except transient:
@@ -129,6 +132,7 @@ def run(poller, now: dt.datetime, report: TickReport,
                                  agent_id=job.agent_id, mood_id=job.mood_id)
             continue
         if planned is not None:
+            woken.add((job.agent_id, job.mood_id))
             report.wakes.append(planned)
             if start is not None:
                 start(planned.wake_id, now)

@@ -108,11 +108,19 @@ def remove_alarm(s: Session, alarm_id: int, now: dt.datetime) -> Alarm:
 _ACTIVE_AGENTS = sa.select(Agent.participant_id).where(Agent.retired_at.is_(None))
 
 
+def _idle_pair(table):
+    """No turn of the agent in flight in the Mood: a busy pair's schedules wait unread
+    (its turn's end is the next chance), so a long turn costs no cycle anything."""
+    return ~sa.exists().where(Wake.agent_id == table.agent_id, Wake.mood_id == table.mood_id,
+                              Wake.status.in_(IN_FLIGHT))
+
+
 def due_alarms(s: Session, now: dt.datetime, limit: int = 500) -> list[Alarm]:
-    """Alarms due by *now* of agents still there (a removed agent's wait, unread)."""
+    """Alarms due by *now* of agents still there (a removed agent's wait, unread) and not
+    at work in that Mood."""
     return list(s.scalars(sa.select(Alarm).where(
-        Alarm.next_at <= now, Alarm.removed_at.is_(None), Alarm.agent_id.in_(_ACTIVE_AGENTS))
-        .order_by(Alarm.next_at).limit(limit)))
+        Alarm.next_at <= now, Alarm.removed_at.is_(None), Alarm.agent_id.in_(_ACTIVE_AGENTS),
+        _idle_pair(Alarm)).order_by(Alarm.next_at).limit(limit)))
 
 
 def claim_alarm(s: Session, alarm_id: int, version: int) -> Optional[Alarm]:
@@ -154,7 +162,7 @@ def due_agreements(s: Session, now: dt.datetime, limit: int = 500) -> list[Check
     return list(s.scalars(sa.select(CheckinAgreement).where(
         CheckinAgreement.next_check_at <= now,
         CheckinAgreement.status == AgreementStatus.ACTIVE,
-        CheckinAgreement.agent_id.in_(_ACTIVE_AGENTS))
+        CheckinAgreement.agent_id.in_(_ACTIVE_AGENTS), _idle_pair(CheckinAgreement))
         .order_by(CheckinAgreement.next_check_at).limit(limit)))
 
 
