@@ -7,7 +7,10 @@ so two pollers never both send one) and hands each to the configured SMTP
 server (``[mail]``; STARTTLS or implicit TLS with the certificate verified;
 the password only from ``MOOD_POLLER_MAIL_PASSWORD``).  A poller killed
 after a message was written and before it was sent leaves it pending: the
-next cycle sends it, once.  A message claimed and never marked (the poller
+next cycle sends it, once.  A contact message is checked again when it is
+claimed: if the person checked in (or the agreement ended, or the stage was
+disarmed) since it was written, it is withdrawn, never sent.  A message
+claimed and never marked (the poller
 died mid-conversation) is marked ``uncertain`` and never sent again: the
 server may have it.  A server that cannot be reached leaves the row pending.
 """
@@ -51,11 +54,6 @@ def _connect(cfg: MailConfig) -> smtplib.SMTP:
     return smtp
 
 
-def deliver(cfg: MailConfig, msg: EmailMessage) -> None:
-    with _connect(cfg) as smtp:
-        smtp.send_message(msg)
-
-
 class Unreachable(Exception):
     """The server could not be reached or refused us before anything was handed over."""
 
@@ -82,9 +80,12 @@ def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
     for mail_id in waiting:
         with store.writing() as s:
             m = rows.claim_mail(s, mail_id, holder, now)
+            if m is not None and not still_wanted(s, m):
+                m.state, m.error = "withdrawn", "the check-in it was about was answered or ended"
+                m = None
             msg = message(m, cfg.sender, now) if m is not None else None
         if msg is None:
-            continue  # another poller has it
+            continue  # another poller has it, or it is no longer wanted
         state, error = _attempt(cfg, msg, mail_id)
         with store.writing() as s:
             m = rows.mail(s, mail_id)
@@ -94,6 +95,16 @@ def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
                 m.claimed_at, m.claimed_by = None, ""
         sent += state == "sent"
     return sent
+
+
+def still_wanted(s, m) -> bool:
+    """A contact message goes only while its streak is still open and the stage armed:
+    checked again right before sending, as it was when the agent wrote it."""
+    if m.purpose != "contact":
+        return True
+    st, g = rows.streak(s, m.streak_id), rows.agreement(s, m.agreement_id)
+    return (st is not None and st.closed_at is None and g is not None and g.armed
+            and g.consent_at is not None and g.status == "active")
 
 
 def _attempt(cfg: MailConfig, msg: EmailMessage, mail_id: int) -> tuple[str, str]:

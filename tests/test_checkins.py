@@ -379,3 +379,23 @@ def test_setting_up_across_a_dst_gap_warns(cli, tmp_path):
           "--daily", "02:15", "--tz", "America/New_York", "--now", at(5, 10))
     assert "2027-03-14 02:15 does not exist in America/New_York" in r.err
     assert "not an emergency service" in r.out
+
+
+def test_a_contact_message_written_before_the_person_checked_in_is_withdrawn(
+        cli, tmp_path, smtp):
+    reply = tmp_path / "reply.txt"
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, reply)
+    setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
+    c("tick", "--now", at(5, 10, 1))
+    code = re.search(r"^    (\S+)\s*$", smtp.received[0][1].get_content(), re.M).group(1)
+    c("checkin", "accept", input=code + "\n")
+    c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
+    reply.write_text("@ada you missed your check-in.")
+    c("tick", "--now", at(5, 21), "--wait")
+    reply.write_text("```contact\nsubject: ada\n---\nHello Carol, this is bot.\n```")
+    c("tick", "--now", at(5, 21, 31), "--wait")  # written to the outbox, not sent yet
+    c("checkin", "done", "--person", "ada", "--for", MON, "--now", at(5, 21, 32))
+    c("tick", "--now", at(5, 21, 33), "--wait")
+    assert len(smtp.received) == 1  # the invitation; the contact message was withdrawn
+    assert not status(c, at(5, 21, 34))["streak"]["open"]
