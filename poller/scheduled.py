@@ -123,19 +123,26 @@ def run(poller, now: dt.datetime, report: TickReport,
         except transient:
             raise
         except Exception as exc:  # this row's data broke it: set it aside, go on
-            error = f"{type(exc).__name__}: {exc}"
-            log.exception("%s %s set aside: %s", job.table, job.row_id, error,
-                          extra={"action": "quarantined", "kind": "schedule"})
-            report.quarantined += 1
-            with poller._tx() as s:
-                cycle.quarantine(s, "schedule", f"{job.table}:{job.row_id}", error, now,
-                                 agent_id=job.agent_id, mood_id=job.mood_id)
+            set_aside(poller, job, exc, now, report)
             continue
         if planned is not None:
             woken.add((job.agent_id, job.mood_id))
             report.wakes.append(planned)
             if start is not None:
                 start(planned.wake_id, now)
+
+
+def set_aside(poller, job: Job, exc: Exception, now: dt.datetime, report: TickReport) -> None:
+    """Quarantine a schedule whose wake could not be made; it is tried again each cycle,
+    logged in full the first time only."""
+    error = f"{type(exc).__name__}: {exc}"
+    report.quarantined += 1
+    with poller._tx() as s:
+        first = cycle.quarantine(s, "schedule", f"{job.table}:{job.row_id}", error, now,
+                                 agent_id=job.agent_id, mood_id=job.mood_id)
+    (log.exception if first else log.debug)(
+        "%s %s set aside: %s", job.table, job.row_id, error,
+        extra={"action": "quarantined", "kind": "schedule"})
 
 
 def one(poller, job: Job, now: dt.datetime, report: TickReport) -> Optional[Planned]:
