@@ -57,10 +57,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "Play a short scripted conversation through the poller and print each wake "
                      "and reply."),
     "config": ("ops", "Check and show the configuration."),
-    "alarm": ("schedules", "Wake an agent in a Mood at a time: once, daily or by cron, in an "
-                           "IANA zone."),
-    "checkin": ("schedules", "Check-in agreements: a person promises to check in by a time; "
-                             "not an emergency service."),
+    "alarm": ("schedules", "Wake an agent in a Mood at a time, in an IANA zone."),
+    "checkin": ("schedules", "Check-in agreements (not an emergency service)."),
     "serve": ("serve", "Serve the JSON API, the event stream and the web pages on HOST:PORT."),
     "health": ("serve", "Is the database answering and a poller cycling? Exit 0 if so, 1 if "
                         "not (for cron)."),

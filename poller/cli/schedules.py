@@ -20,7 +20,9 @@ def _warn(warnings: list[str]) -> None:
 
 @click.group()
 def alarm() -> None:
-    """Wake an agent in a Mood at a time: once, daily or by cron, in an IANA zone."""
+    """Wake an agent in a Mood at a time, in an IANA zone.
+
+    Once (--at), daily (--daily) or by a cron expression (--cron)."""
 
 
 @alarm.command("add")
@@ -98,9 +100,10 @@ def alarm_remove(app: App, alarm_id: int, as_json: bool) -> None:
 
 @click.group()
 def checkin() -> None:
-    """Check-in agreements: a person promises to check in by a time; if they miss it their
-    agent tells them, and only if they armed it may the agent then write once to one
-    contact who agreed.  This is not an emergency service."""
+    """Check-in agreements (not an emergency service).
+
+    A person promises to check in by a time; if they miss it their agent tells them, and
+    only if they armed it may the agent then write once to one contact who agreed."""
 
 
 def _show(view: dict, as_json: bool, head: str = "") -> None:
