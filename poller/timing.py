@@ -18,6 +18,7 @@ sets one up is told.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import zoneinfo
 from dataclasses import dataclass
@@ -33,18 +34,21 @@ _AT_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})")
 _HHMM_RE = re.compile(r"(\d{1,2}):(\d{2})")
 
 
+@functools.lru_cache(maxsize=1)
+def _known() -> frozenset[str]:
+    # "localtime" is whatever the machine is set to: a naive time by another name.
+    return frozenset(zoneinfo.available_timezones()) - {"localtime", "posixrules", "Factory"}
+
+
+@functools.lru_cache(maxsize=256)
 def zone(name: str) -> zoneinfo.ZoneInfo:
-    """The IANA zone *name*, or UserError; there is no default zone."""
+    """The IANA zone *name*, or UserError; there is no default zone and no abbreviation."""
     if not name or not name.strip():
         raise errors.UserError("a time zone is required (an IANA name such as Europe/Berlin)")
-    if name.strip().upper() in ("LOCAL", "LOCALTIME") or "/" not in name and name != "UTC":
+    if name not in _known():
         raise errors.UserError(f"unknown time zone {name!r}: give an IANA name such as "
                                "Europe/Berlin or America/New_York (or UTC)")
-    try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise errors.UserError(f"unknown time zone {name!r}: give an IANA name such as "
-                               "Europe/Berlin") from None
+    return zoneinfo.ZoneInfo(name)
 
 
 def on_clock(wall: dt.datetime, tz: zoneinfo.ZoneInfo) -> dt.datetime:

@@ -73,6 +73,7 @@ def test_daily_across_dst_keeps_the_wall_time():
     ("daily", "09:00", "", "time zone is required"),
     ("daily", "09:00", "CEST", "unknown time zone"),
     ("daily", "09:00", "Mars/Olympus", "unknown time zone"),
+    ("daily", "09:00", "localtime", "unknown time zone"),
 ])
 def test_bad_specs_are_refused_with_a_reason(kind, text, tz, message):
     with pytest.raises(errors.UserError, match=message):
