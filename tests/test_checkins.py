@@ -399,3 +399,47 @@ def test_a_contact_message_written_before_the_person_checked_in_is_withdrawn(
     c("tick", "--now", at(5, 21, 33), "--wait")
     assert len(smtp.received) == 1  # the invitation; the contact message was withdrawn
     assert not status(c, at(5, 21, 34))["streak"]["open"]
+
+
+def test_a_poller_killed_while_a_contact_message_waits_sends_it_once_after_restart(
+        cli, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from waiting import wait_for
+
+    reply = tmp_path / "reply.txt"
+    first = SmtpServer().start()
+    c = Cli(cli.db_url, first.config(tmp_path / "config.toml"))
+    room(c, tmp_path, reply)
+    setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
+    c("tick", "--now", at(5, 10, 1))
+    code = re.search(r"^    (\S+)\s*$", first.received[0][1].get_content(), re.M).group(1)
+    c("checkin", "accept", input=code + "\n")
+    c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
+    first.stop()  # the mail server goes away
+    reply.write_text("@ada you missed your check-in.")
+    c("tick", "--now", at(5, 21), "--wait")
+    reply.write_text("```contact\nsubject: ada\n---\nHello Carol, this is bot.\n```")
+    c("tick", "--now", at(5, 21, 31), "--wait")  # the message is written to the outbox
+    log = tmp_path / "run.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOOD_")}
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "poller", "--db", c.db_url, "--config",
+                                 c.config, "--now", at(5, 21, 32), "run", "--interval", "0.2"],
+                                stdout=out, stderr=out, env=env, start_new_session=True)
+    try:
+        wait_for(lambda: "not sent, kept for the next cycle" in log.read_text(),
+                 what="run to try the mail server and keep the message")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(60)
+    second = SmtpServer(first.port).start()
+    try:
+        c("tick", "--now", at(5, 21, 40))
+        c("tick", "--now", at(5, 21, 41))
+        assert [m["Subject"] for _, m in second.received] == ["ada"]
+    finally:
+        second.stop()
