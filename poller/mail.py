@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import re
 import smtplib
 import ssl
 from email.message import EmailMessage
@@ -31,6 +32,7 @@ from poller.store import schedules as rows
 log = logging.getLogger("poller.mail")
 
 STALE_SENDING = dt.timedelta(minutes=10)  # a claim this old with no outcome: uncertain
+CODE_LINE = re.compile(r"^    \S+$", re.M)  # an invitation's code, on a line of its own
 
 
 def message(m, sender: str, now: dt.datetime) -> EmailMessage:
@@ -91,6 +93,8 @@ def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
             m = rows.mail(s, mail_id)
             m.state, m.error = state, error
             m.sent_at = now if state == "sent" else None
+            if state == "sent" and m.purpose == "invite":
+                m.body = CODE_LINE.sub("    (the single-use code, not kept once sent)", m.body)
             if state == "pending":
                 m.claimed_at, m.claimed_by = None, ""
         sent += state == "sent"

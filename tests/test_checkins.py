@@ -62,6 +62,19 @@ def posts(c: Cli) -> list[str]:
     return [p["text"] for p in json.loads(c("posts", "lobby", "--limit", "200", "--json").out)]
 
 
+def outbox_bodies(url: str) -> list[str]:
+    import sqlalchemy as sa
+
+    from poller import models
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(sa.select(models.MailOut.body)).scalars())
+    finally:
+        engine.dispose()
+
+
 def say(c: Cli, reply, when: str, text: str, agent_says: str) -> None:
     reply.write_text(agent_says)
     c("post", "lobby", "--as", "ada", text, "--at", when)
@@ -173,6 +186,7 @@ def test_consent_grace_once_per_streak_and_one_contact_message(cli, tmp_path, sm
     assert to == ["carol@example.org"] and "ada asks" in invite["Subject"]
     code = re.search(r"^    (\S+)\s*$", invite.get_content(), re.M).group(1)
     assert code not in c("checkin", "status", "--person", "ada", "--json").out
+    assert not any(code in body for body in outbox_bodies(c.db_url))  # only its hash is kept
     c("checkin", "accept", input=code + "\n")
     assert "unknown or was already used" in c.fails("checkin", "accept", input=code + "\n").err
     assert status(c, at(5, 10, 2))["consented"]
