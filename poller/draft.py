@@ -184,6 +184,27 @@ def record(ctx: Context, s, draft: Draft, wake: compose.Wake, now: dt.datetime,
                    wake.text, draft.answers)
 
 
+def screen_out(ctx: Context, s, draft: Draft, reason: str, now: dt.datetime,
+               report: TickReport) -> bool:
+    """The screen said the consider's posts do not need the agent: record that and spend
+    the consider, if nothing changed since it was decided (else False: weighed again)."""
+    l = cycle.claim_listener(s, draft.agent.id, draft.mood.id)
+    if l is None or cycle.fingerprint(s, l, now) != draft.fingerprint:
+        return False
+    code = law.Decision("skip", "screened-out")
+    cycle.record_decision(s, draft.agent.id, draft.mood.id, draft.kind, code.outcome,
+                          code.reason, None, now, detail=reason[:200], merge=False)
+    if l.consider_from_id and l.consider_from_id <= draft.seen_id:
+        l.consider_from_id, l.consider_due_at = 0, None
+    # Paced as a turn would have been: the screen is asked no more often than it would wake.
+    cooldown = ctx.settings.values(draft.mood.id, draft.agent.id, now)["cooldown"]
+    l.cooldown_until = now + dt.timedelta(seconds=cooldown)
+    l.due_at = cycle.next_due(l, False, now)
+    report.decisions.append((draft.agent.handle, draft.mood.slug, draft.kind, code.code))
+    log_decision(draft.agent.handle, draft.mood.slug, draft.kind, code, True)
+    return True
+
+
 def after_wake(ctx: Context, s, l: Listener, draft: Draft, now: dt.datetime) -> None:
     """The listener once the wake is recorded: what it saw, what is taken care of."""
     l.looked_id = max(l.looked_id or 0, draft.seen_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from poller import commands, law
 from poller.context import Context, log
 from poller.kinds import ParticipantKind, PostKind, Trust
 from poller.store import cycle, facts
@@ -36,11 +37,14 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
         addressed = mentioned.get(r.id, set())
         if r.sender_trust == Trust.NONE and r.sender_kind == ParticipantKind.PERSON:
             addressed = set()  # people with trust none: a mention is just text
+        commanded = commands.carry_out(ctx, s, r, addressed, listeners, now) if addressed else ()
         for agent_id in agent_ids:
             try:
                 apply_post(ctx, listeners[(agent_id, r.mood_id)], r, agent_id, addressed, now, owed)
             except Exception as exc:  # one bad row must not stop every Mood, nor other agents
                 set_aside(s, "post", r.id, r.mood_id, exc, now)
+        for agent_id in commanded:  # "@agent stop" was carried out: nothing to answer
+            owed.discard((agent_id, r.id, r.mood_id))
     cycle.add_owed(s, owed)
     owed_pairs = {(a, m) for a, _, m in owed}
     for pair, row in listeners.items():
@@ -74,7 +78,7 @@ def apply_post(ctx: Context, l: ListenerRow, r: cycle.PostEvent, agent_id: int,
         l.last_person_at, l.last_person_id, l.quiet_backoff = r.created_at, r.id, 0
         if l.hold_reason:
             l.due_at = now  # a person spoke: a bot-loop hold may lift
-    l.quiet_due_at = (r.created_at + idle * (2 ** (l.quiet_backoff or 0))
+    l.quiet_due_at = (r.created_at + law.slowed(values["idle_after"], l.quiet_backoff or 0)
                       if values["idle_after"] else None)
     if agent_id in addressed:
         owed.add((agent_id, r.id, r.mood_id))

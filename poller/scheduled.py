@@ -114,6 +114,8 @@ def run(poller, now: dt.datetime, report: TickReport,
     *transient* are the database errors that retry the whole cycle."""
     with poller._rx() as s:
         jobs = due_jobs(s, now)
+    served = poller._served  # a poller serving some Moods (run --moods) wakes there only
+    jobs = [j for j in jobs if served is None or j.mood_id in served]
     woken: set[tuple[int, int]] = set()  # one wake per (agent, Mood) a cycle; the rest wait
     for job in jobs:
         if job.kind is not None and (job.agent_id, job.mood_id) in woken:
@@ -154,7 +156,8 @@ def one(poller, job: Job, now: dt.datetime, report: TickReport) -> Optional[Plan
             settle_quietly(s, job, now)
         return None
     with poller._tx() as s:
-        decision = weigh(ctx, s, job, now)
+        l = listener(s, job)
+        decision = weigh(ctx, s, job, l, now)
         if decision.outcome != Outcome.WAKE:
             new = cycle.record_decision(s, job.agent_id, job.mood_id, job.kind, decision.outcome,
                                         decision.reason, decision.next_due, now)
@@ -162,23 +165,28 @@ def one(poller, job: Job, now: dt.datetime, report: TickReport) -> Optional[Plan
             report.decisions.append((handle, slug, job.kind, decision.code))
             log_decision(handle, slug, job.kind, decision, new)
             return None
-        d = gather(ctx, s, job, now)
+        d = gather(ctx, s, job, l, now)
     wake = drafts.compose_text(ctx, d)
     with poller._tx() as s:
         return record(ctx, s, job, d, wake, now, report)
 
 
-def weigh(ctx: Context, s, job: Job, now: dt.datetime) -> law.Decision:
+def listener(s, job: Job):
+    """The pair's listener row (made if missing), locked: where a stop and what the
+    agent has seen are kept."""
+    return cycle.listeners_for(s, {(job.agent_id, job.mood_id)})[(job.agent_id, job.mood_id)]
+
+
+def weigh(ctx: Context, s, job: Job, l, now: dt.datetime) -> law.Decision:
     values = ctx.settings.values(job.mood_id, job.agent_id, now)
     load = rows.load(s, job.agent_id, job.mood_id, now)
     return law.decide(law.Facts(kind=job.kind, now=now, settings=values,
                                 busy_here=load.busy_here, running_for_agent=load.running,
-                                wakes_last_hour=load.woke))
+                                wakes_last_hour=load.woke, stopped=bool(l.stopped_at)))
 
 
-def gather(ctx: Context, s, job: Job, now: dt.datetime) -> drafts.Draft:
+def gather(ctx: Context, s, job: Job, l, now: dt.datetime) -> drafts.Draft:
     values = ctx.settings.values(job.mood_id, job.agent_id, now)
-    l = cycle.listeners_for(s, {(job.agent_id, job.mood_id)})[(job.agent_id, job.mood_id)]
     mood = MoodInfo.from_row(rows.mood_row(s, job.mood_id))
     d = drafts.gather(ctx, s, job.kind, l, ctx.agents[job.agent_id], mood, values, [], now,
                       force_tools=Tools.LOOK)
@@ -192,11 +200,11 @@ def record(ctx: Context, s, job: Job, d: drafts.Draft, wake: compose.Wake, now: 
     if cycle.flag(s, "scram") is not None or not cycle.agent_active(s, job.agent_id):
         return None
     # The listener, then the agent's lock, as the listeners' wakes take them (no deadlock).
-    l = cycle.listeners_for(s, {(job.agent_id, job.mood_id)})[(job.agent_id, job.mood_id)]
+    l = listener(s, job)
     cycle.lock_agent(s, job.agent_id)
     row = (rows.claim_alarm if job.table == "alarm" else rows.claim_agreement)(
         s, job.row_id, job.version)
-    if row is None or weigh(ctx, s, job, now).outcome != Outcome.WAKE:
+    if row is None or weigh(ctx, s, job, l, now).outcome != Outcome.WAKE:
         report.abandoned += 1
         return None
     w = cycle.add_wake(s, agent_id=job.agent_id, mood_id=job.mood_id, kind=job.kind, tools=d.tools,

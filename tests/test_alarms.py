@@ -197,3 +197,16 @@ def test_two_pollers_on_postgresql_wake_for_a_firing_once(pg_server, migrated_pg
     assert sorted(w["agent"] for w in got) == ["bot0", "bot1", "bot2"]  # one each, not two
     assert len([w for w in wakes_seen(tmp_path) if w["MOOD_WAKE_KIND"] == "alarm"]) == 3
     assert {a["fired"] for a in alarm_list(c)} == {3}  # Mon, Tue, Wed 09:00 in one wake
+
+
+def test_a_stopped_agent_gets_its_alarm_once_the_stop_is_lifted(cli, tmp_path):
+    c = room(cli, tmp_path)
+    c("alarm", "add", "--agent", "bot", "--mood", "lobby", "--at", "2026-10-19 10:00",
+      "--tz", "Europe/Berlin", "--now", berlin(2026, 10, 19, 8))
+    c("stop", "--agent", "bot", "--mood", "lobby", "--now", berlin(2026, 10, 19, 9))
+    c("tick", "--now", berlin(2026, 10, 19, 10), "--wait")
+    assert wakes(c) == []
+    c("stop", "--agent", "bot", "--mood", "lobby", "--lift", "--now", berlin(2026, 10, 19, 10, 5))
+    c("tick", "--now", berlin(2026, 10, 19, 10, 6), "--wait")
+    (w,) = wakes(c)
+    assert "about 6 minutes late" in text_of(c, w["id"])

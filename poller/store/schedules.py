@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 
 from poller import errors
 from poller.kinds import IN_FLIGHT, LIVE_AGREEMENTS, AgreementStatus
-from poller.models import (Agent, Alarm, CheckinAgreement, CheckinNotice, CheckinStreak, MailOut,
-                           Mood, Participant, Post, Wake)
+from poller.models import (Agent, Alarm, CheckinAgreement, CheckinNotice, CheckinStreak, Listener,
+                           MailOut, Mood, Participant, Post, Wake)
 from poller.store import cycle
 
 
@@ -109,10 +109,14 @@ _ACTIVE_AGENTS = sa.select(Agent.participant_id).where(Agent.retired_at.is_(None
 
 
 def _idle_pair(table):
-    """No turn of the agent in flight in the Mood: a busy pair's schedules wait unread
-    (its turn's end is the next chance), so a long turn costs no cycle anything."""
-    return ~sa.exists().where(Wake.agent_id == table.agent_id, Wake.mood_id == table.mood_id,
-                              Wake.status.in_(IN_FLIGHT))
+    """No turn of the agent in flight in the Mood and no stop there: a busy or stopped
+    pair's schedules wait unread (its turn's end, or the stop's lift, is the next chance),
+    so a long turn costs no cycle anything."""
+    busy = sa.exists().where(Wake.agent_id == table.agent_id, Wake.mood_id == table.mood_id,
+                             Wake.status.in_(IN_FLIGHT))
+    stopped = sa.exists().where(Listener.agent_id == table.agent_id,
+                                Listener.mood_id == table.mood_id, Listener.stopped_at.is_not(None))
+    return ~busy & ~stopped
 
 
 def due_alarms(s: Session, now: dt.datetime, limit: int = 500) -> list[Alarm]:

@@ -6,6 +6,10 @@ Create Date: 2026-12-01 19:45:00
 """
 from __future__ import annotations
 
+from alembic import op
+import sqlalchemy as sa
+import poller.models
+
 
 revision = '0010'
 down_revision = '0009'
@@ -14,8 +18,25 @@ depends_on = None
 
 
 def upgrade() -> None:
-    pass
+    with op.batch_alter_table('moods', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('typing_at', poller.models.UTCDateTime(), nullable=True))
+    with op.batch_alter_table('decisions', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('detail', sa.String(length=200), nullable=True))
+    with op.batch_alter_table('listeners', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('stopped_at', poller.models.UTCDateTime(), nullable=True))
+        batch_op.add_column(sa.Column('stopped_by', sa.String(length=64), nullable=True))
+    with op.batch_alter_table('poller_beats', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('scope', sa.String(length=300), server_default='all',
+                                      nullable=False))
 
 
 def downgrade() -> None:
-    pass
+    with op.batch_alter_table('decisions', schema=None) as batch_op:
+        batch_op.drop_column('detail')
+    with op.batch_alter_table('listeners', schema=None) as batch_op:
+        batch_op.drop_column('stopped_by')
+        batch_op.drop_column('stopped_at')
+    with op.batch_alter_table('poller_beats', schema=None) as batch_op:
+        batch_op.drop_column('scope')
+    with op.batch_alter_table('moods', schema=None) as batch_op:
+        batch_op.drop_column('typing_at')
