@@ -124,6 +124,7 @@ def status(store: Store, now: dt.datetime) -> dict:
         scram = _scram(s)
         aside = [_aside_json(q) for q in ops.quarantined(s)]
         pollers = _pollers(s, now)
+        scheduled = _scheduled(s)
     agents = []
     for agent_id, handle in o.agents.items():
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
@@ -150,7 +151,19 @@ def status(store: Store, now: dt.datetime) -> dict:
                           for w in o.in_flight],
             "next_due": [{"agent": d.agent, "mood": d.mood, "due_at": iso(d.due_at)}
                          for d in o.due],
-            "quarantined": aside, **pollers}
+            "quarantined": aside, "scheduled": scheduled, **pollers}
+
+
+def _scheduled(s) -> list[dict]:
+    """The next alarms and check-in deadlines (or grace ends), soonest first."""
+    from poller import timing
+    from poller.store import schedules
+
+    found = schedules.upcoming(s)
+    names = schedules.handles(s, {r[1] for r in found})
+    places = schedules.slugs(s, {r[2] for r in found})
+    return [{"what": what, "agent": names[a], "mood": places[m], "at": iso(at),
+             "local": timing.shown(at, tz)} for what, a, m, at, tz in found]
 
 
 STALE_INTERVALS = 3  # a poller that has not cycled for this many intervals is not counted

@@ -62,6 +62,8 @@ def test_a_daily_alarm_wakes_on_time_then_once_for_three_days_of_downtime(cli, t
     assert "about 2 days late, covering 3 firings" in text and "noticed late" in text
     (a,) = alarm_list(c)
     assert a["fired"] == 4 and a["next"] == "2026-10-23 09:00 Europe/Berlin (Fri, UTC+02:00)"
+    assert "scheduled: alarm bot@lobby 2026-10-23 09:00 Europe/Berlin (Fri, UTC+02:00)" in \
+        c("status").out
     c("tick", "--now", berlin(2026, 10, 22, 12, 1), "--wait")
     assert len(wakes(c)) == 2
 

@@ -299,6 +299,8 @@ def status(app: App, as_json: bool) -> None:
         common.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last {q['last_at']}): "
                    f"{q['error']}")
     common.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
+    for d in st["scheduled"]:
+        common.echo(f"scheduled: {d['what']} {d['agent']}@{d['mood']} {d['local']}")
     for p in st["pollers"]:
         common.echo(f"poller {p['holder']} serves {p['serves']} (last cycle {p['at']})")
     for slug, holders in st["served_by"].items():

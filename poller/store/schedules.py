@@ -277,3 +277,17 @@ def mails(s: Session, agreement_id: Optional[int] = None) -> list[MailOut]:
 
 def mail(s: Session, mail_id: int) -> Optional[MailOut]:
     return s.get(MailOut, mail_id)
+
+
+def upcoming(s: Session, limit: int = 10) -> list[tuple[str, int, int, dt.datetime, str]]:
+    """The next alarms and agreement looks, soonest first: (what, agent, Mood, when, zone)."""
+    a = s.execute(sa.select(Alarm.agent_id, Alarm.mood_id, Alarm.next_at, Alarm.tz).where(
+        Alarm.next_at.is_not(None), Alarm.removed_at.is_(None))
+        .order_by(Alarm.next_at).limit(limit)).all()
+    g = s.execute(sa.select(CheckinAgreement.agent_id, CheckinAgreement.mood_id,
+                            CheckinAgreement.next_check_at, CheckinAgreement.tz).where(
+        CheckinAgreement.next_check_at.is_not(None),
+        CheckinAgreement.status == AgreementStatus.ACTIVE)
+        .order_by(CheckinAgreement.next_check_at).limit(limit)).all()
+    both = [("alarm", *r) for r in a] + [("checkin", *r) for r in g]
+    return sorted(both, key=lambda r: r[3])[:limit]

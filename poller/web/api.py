@@ -325,7 +325,9 @@ SETTINGS = {"type": "object", "additionalProperties": _out(
 SCRAM = {"type": ["object", "null"], "properties": {"by": {"type": ["string", "null"]},
                                                      "at": TIME}}
 STATUS = _out(scram=SCRAM, agents=_many({"type": "object"}), in_flight=_many({"type": "object"}),
-              next_due=_many({"type": "object"}), quarantined=_many({"type": "object"}))
+              next_due=_many({"type": "object"}), quarantined=_many({"type": "object"}),
+              scheduled=_many(_out(what={"enum": ["alarm", "checkin"]}, agent=S, mood=S,
+                                   at=TIME, local=S)))
 WHY = _out(mood=S, agent=S, scram=SCRAM, hold={"type": ["object", "null"]}, owed=INT,
            in_flight=MAYBE_INT, decisions={"type": "object"}, timers={"type": "object"},
            quarantined=_many({"type": "object"}), first_cycle_run=BOOL,
