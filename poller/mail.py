@@ -43,7 +43,7 @@ def message(m, sender: str, now: dt.datetime) -> EmailMessage:
     return msg
 
 
-def _connect(cfg: MailConfig) -> smtplib.SMTP:
+def connect(cfg: MailConfig) -> smtplib.SMTP:
     context = ssl.create_default_context()
     if cfg.tls:
         smtp = smtplib.SMTP_SSL(cfg.host, cfg.port, timeout=cfg.timeout, context=context)
@@ -62,7 +62,7 @@ class Unreachable(Exception):
 
 def send_one(cfg: MailConfig, msg: EmailMessage) -> None:
     try:
-        smtp = _connect(cfg)
+        smtp = connect(cfg)
     except (OSError, smtplib.SMTPException) as exc:
         raise Unreachable(f"{type(exc).__name__}: {exc}") from exc
     with smtp:

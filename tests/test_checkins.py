@@ -457,3 +457,13 @@ def test_a_poller_killed_while_a_contact_message_waits_sends_it_once_after_resta
         assert [m["Subject"] for _, m in second.received] == ["ada"]
     finally:
         second.stop()
+
+
+def test_config_check_connect_reaches_the_mail_server_and_sends_nothing(cli, tmp_path, smtp):
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    out = c("config", "check", "--connect").out
+    assert f"mail: ok (127.0.0.1:{smtp.port} answered; nothing was sent)" in out
+    assert smtp.received == []
+    closed = Cli(cli.db_url, SmtpServer().config(tmp_path / "closed.toml"))  # never started
+    r = closed("config", "check", "--connect", ok=False)
+    assert r.code == 75 and "mail: failed" in r.out + r.err
