@@ -230,6 +230,8 @@ class Listener(Base):
     # A turn here was cut off with no reply: a look-only follow-up is due (migration 0007).
     followup_of: Mapped[int] = mapped_column(BigInteger, default=0)  # the cut-off wake; 0: none
     followup_due_at: Mapped[Optional[dt.datetime]]
+    # A person's slash command for the agent's session here, waiting to run (migration 0010).
+    command_post_id: Mapped[int] = mapped_column(BigInteger, default=0)  # 0: none
 
 
 class Owed(Base):
@@ -274,6 +276,9 @@ class Wake(Base):
     agent_pgid: Mapped[Optional[int]]
     reply_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
     error: Mapped[str] = mapped_column(Text, default="")
+    # What a running turn is doing (the tool it uses, the file it reads), names only;
+    # cleared when the turn ends (migration 0010).
+    progress: Mapped[Optional[str]] = mapped_column(String(200))
 
 
 class WakePost(Base):

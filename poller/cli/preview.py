@@ -7,7 +7,7 @@ import click
 from poller.cli import App, common, pass_app
 from poller.kinds import WakeKind, names
 
-KINDS = [k for k in names(WakeKind) if k != WakeKind.CUT_OFF]  # a cut-off wake is a follow-up
+KINDS = [k for k in names(WakeKind) if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND)]  # a follow-up; a command
 
 
 @click.command()

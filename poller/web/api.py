@@ -164,7 +164,8 @@ def agent_rows(store, now: dt.datetime) -> list[dict]:
     flight = {}
     for w in st["in_flight"]:
         flight.setdefault(w["agent"], []).append({"mood": w["mood"], "since": w["since"],
-                                                  "wake_id": w["id"], "kind": w["kind"]})
+                                                  "wake_id": w["id"], "kind": w["kind"],
+                                                  "progress": w["progress"]})
     day = access.agents_since(store, now.replace(hour=0, minute=0, second=0, microsecond=0))
     due = {}
     for d in st["next_due"]:
