@@ -123,6 +123,8 @@ def test_a_turns_progress_shows_in_status_the_events_and_the_agents_page_and_is_
         ev.wait(lambda e: any(t["progress"] == "using Read on notes.md"
                               for w in e.of("working") for t in w["data"]), "progress streamed")
         assert "using Read on notes.md" in op.get("/ops/agents").text
+        (claude,) = [a for a in op.get("/api/v1/agents").json() if a["handle"] == "claude"]
+        assert claude["at_work"][0]["progress"] == "using Read on notes.md"
         (bindir / "go-1").touch()
         wait_for(lambda: doing("using Bash"), what="the Bash call shown")
         ev.wait(lambda e: e.of("working")[-1]["data"][0]["progress"] == "using Bash",

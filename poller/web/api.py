@@ -257,7 +257,9 @@ WAKE = _out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
             error=S)
 WAKE_FULL = {**WAKE, "properties": {**WAKE["properties"], "text": S},
              "required": WAKE["required"] + ["text"]}
-AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S)
+MAYBE_S = {"type": ["string", "null"]}
+# progress: what a Claude Code turn is doing now (the tool, a file's name), or null
+AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S, progress=MAYBE_S)
 HELD = _out(mood=S, reason=S)
 AGENT_STATE = _out(handle=S, state={"enum": ["idle", "at work", "holding", "away"]},
                    at_work=_many(AT_WORK), held=_many(HELD), owed=INT, next_due=MAYBE_TIME,
