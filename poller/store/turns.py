@@ -206,14 +206,7 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
         w.progress = None  # the turn is over: nothing is at work any more
         turn = keep_session(s, w, outcome.session, outcome.cost, now)
         if outcome.status != WakeStatus.REPLIED:
-            public = getattr(outcome, "public", "") or (
-                "it was cut off" if outcome.status == WakeStatus.CUT_OFF else "it failed")
-            close(s, store.counter, w, outcome.status, outcome.error, now, public=public)
-            if outcome.status == WakeStatus.CUT_OFF and w.kind != WakeKind.COMMAND:
-                follow_up(s, store.counter, w, now)
-            elif getattr(outcome, "unseen", False):
-                owe_again(s, w, now)
-            return w.status
+            return ended_badly(s, store.counter, w, outcome, now)
         if w.kind == WakeKind.COMMAND:
             return command_done(s, store.counter, w, outcome, now)
         parsed = blocks.parse(outcome.reply, tools=w.tools)
@@ -233,6 +226,19 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
         apply_blocks(s, store.counter, w, parsed, now)
         after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
         return w.status
+
+
+def ended_badly(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str:
+    """A turn that failed or was cut off: closed with a notice; a follow-up owed for a cut
+    off (not for a command's), the mentions again for a wake the agent never took in."""
+    public = getattr(outcome, "public", "") or (
+        "it was cut off" if outcome.status == WakeStatus.CUT_OFF else "it failed")
+    close(s, counter, w, outcome.status, outcome.error, now, public=public)
+    if outcome.status == WakeStatus.CUT_OFF and w.kind != WakeKind.COMMAND:
+        follow_up(s, counter, w, now)
+    elif getattr(outcome, "unseen", False):
+        owe_again(s, w, now)
+    return w.status
 
 
 def command_done(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str:
