@@ -368,3 +368,16 @@ def test_command_agents_are_priced_by_tokens_and_held_by_the_budget_across_moods
     tick(room, 11)
     assert len(wakes(room)) == 1  # the day's spending in the lobby holds it in the den too
     assert "@bot is holding 1 mention: it has spent its daily budget" in system_notes(room, "den")[-1]
+    # Operators see the day's spending beside the day's turns and tokens.
+    import webserver
+    from poller.clock import Clock
+    from test_web import signed_in
+
+    served = webserver.start(room.db_url, clock=Clock.at(T0 + dt.timedelta(seconds=20)))
+    try:
+        op = signed_in(served, served.person("otto", "full", operator=True))
+        (bot,) = [a for a in op.get("/api/v1/agents").json() if a["handle"] == "bot"]
+        assert bot["usd_today"] == pytest.approx(expected, abs=1e-6)
+        assert f"${expected:.4f}" in op.get("/ops/agents").text
+    finally:
+        served.stop()

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from poller import errors
 from poller.kinds import IN_FLIGHT, ParticipantKind
 from poller.models import (DialCache, Listener, Mood, Owed, Participant, PersonToken, PollerBeat,
-                           Post, Wake, WebSession)
+                           Post, Turn, Wake, WebSession)
 from poller.store.core import Store, insert_post
 
 TOKEN_PREFIX = "mpt_"  # a person's token starts with this, so a leaked one is recognisable
@@ -321,16 +321,19 @@ def mood_changes(store: Store, slug: str, after_post: int, after_wake: int,
 class AgentDay:
     turns: int
     tokens: int
+    usd: float = 0.0  # what those turns cost (as reported, or priced by tokens)
 
 
 def agents_since(store: Store, since: dt.datetime) -> dict[str, AgentDay]:
-    """Turns started and prompt tokens sent per agent handle since *since*."""
+    """Turns started, prompt tokens sent and dollars spent per agent handle since *since*."""
     with store.reading() as s:
         rows = s.execute(sa.select(Participant.handle, sa.func.count(Wake.id),
-                                   sa.func.coalesce(sa.func.sum(Wake.prompt_tokens), 0))
+                                   sa.func.coalesce(sa.func.sum(Wake.prompt_tokens), 0),
+                                   sa.func.coalesce(sa.func.sum(Turn.cost_usd), 0.0))
                          .join(Participant, Participant.id == Wake.agent_id)
+                         .outerjoin(Turn, Turn.wake_id == Wake.id)
                          .where(Wake.created_at >= since).group_by(Participant.handle)).all()
-    return {h: AgentDay(int(n), int(t)) for h, n, t in rows}
+    return {h: AgentDay(int(n), int(t), round(float(usd), 6)) for h, n, t, usd in rows}
 
 
 # -- Health and metrics -------------------------------------------------------------------

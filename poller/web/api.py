@@ -178,7 +178,8 @@ def agent_rows(store, now: dt.datetime) -> list[dict]:
         today = day.get(a["handle"], access.AgentDay(0, 0))
         out.append({"handle": a["handle"], "state": state, "at_work": flight.get(a["handle"], []),
                     "held": a["held"], "owed": a["owed"], "next_due": due.get(a["handle"]),
-                    "turns_today": today.turns, "tokens_today": today.tokens})
+                    "turns_today": today.turns, "tokens_today": today.tokens,
+                    "usd_today": today.usd})
     return out
 
 
@@ -263,7 +264,7 @@ AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S, progress=MAYBE_S)
 HELD = _out(mood=S, reason=S)
 AGENT_STATE = _out(handle=S, state={"enum": ["idle", "at work", "holding", "away"]},
                    at_work=_many(AT_WORK), held=_many(HELD), owed=INT, next_due=MAYBE_TIME,
-                   turns_today=INT, tokens_today=INT)
+                   turns_today=INT, tokens_today=INT, usd_today={"type": "number"})
 SETTINGS = {"type": "object", "additionalProperties": _out(
     value={"type": ["string", "integer", "number", "null"]}, slot=S, until=MAYBE_TIME)}
 SCRAM = {"type": ["object", "null"], "properties": {"by": {"type": ["string", "null"]},
