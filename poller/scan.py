@@ -38,7 +38,8 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
         addressed = mentioned.get(r.id, set())
         if r.sender_trust == Trust.NONE and r.sender_kind == ParticipantKind.PERSON:
             addressed = set()  # people with trust none: a mention is just text
-        target = command_target(ctx, asked.get(r.id), addressed)
+        # (a command from someone with trust none is refused too, not read as mere text)
+        target = command_target(ctx, asked.get(r.id), mentioned.get(r.id, set()))
         for agent_id in agent_ids:
             try:
                 l = listeners[(agent_id, r.mood_id)]

@@ -229,14 +229,18 @@ def flag(argv, name):
 
 @pytest.mark.parametrize("who,text,reason", [
     ("bob", "@claude /cost", "only a person with trust full may run a command"),
+    ("eve", "@claude /compact", "only a person with trust full may run a command"),
     ("ada", "@bot /cost", "@bot is not a Claude Code agent"),
     ("ada", "@claude /clear", "the commands a session takes from here are /compact"),
     ("ada", "@claude /compact and be quick", "a command runs alone"),
 ])
 def test_other_commands_are_refused_with_a_one_line_note_and_wake_nobody(
         room, tmp_path, who, text, reason):
+    room("person", "add", "eve", "--trust", "none")
+    room("set", "considers_per_hour", "6")  # a command is no conversation to consider either
     post(room, 1, who, text)
     tick(room, 2)
+    tick(room, 60)
     (note,) = system_notes(room)
     assert reason in note and "\n" not in note and note.endswith(".")
     assert wakes(room) == [] and claude_calls(tmp_path / "bin") == []
