@@ -163,6 +163,28 @@ def test_a_progress_report_after_the_turn_ended_is_not_recorded(room, tmp_path):
 # -- item 4: slash commands -----------------------------------------------------------------
 
 
+def test_a_commands_output_is_read_from_the_result_or_the_local_stdout_or_the_compaction():
+    def run(*objs):
+        stream = wakers.ClaudeStream()
+        for obj in objs:
+            stream.feed(json.dumps(obj).encode() + b"\n")
+        return stream
+
+    blocks = event("user", message={"role": "user", "content": [
+        {"type": "text", "text": "<local-command-stdout>Total cost: $1.20</local-command-stdout>"}]})
+    stream = run(blocks)
+    empty = wakers.Outcome("replied", reply="")
+    assert wakers.command_output(empty, stream).reply == "Total cost: $1.20"
+    said = wakers.Outcome("replied", reply="Compacted. Summary kept.")
+    assert wakers.command_output(said, stream).reply == "Compacted. Summary kept."
+    compact = run(event("system", subtype="compact_boundary",
+                        compact_metadata={"trigger": "manual", "pre_tokens": 1200}))
+    assert wakers.command_output(empty, compact).reply == \
+        "The session was compacted (it held 1,200 tokens)."
+    failed = wakers.Outcome("failed", error="claude reported error_during_execution")
+    assert wakers.command_output(failed, compact) is failed
+
+
 def test_what_a_post_asks_for_and_why_a_command_is_refused():
     assert commands.parse("@claude /compact") == commands.Asked("claude", "compact", False)
     assert commands.parse("  @Claude  /CONTEXT \n") == commands.Asked("Claude", "context", False)
