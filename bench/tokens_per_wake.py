@@ -34,21 +34,28 @@ that could speak unasked at once, one does, the others after its turn) and
 once with the floor taken out: unprompted wakes and prompt tokens of each,
 and mentions missed (must be 0).  Target: unprompted wakes with the floor
 at most 0.45x those without.
-Run: ``python bench/tokens_per_wake.py [--quick]``.
+Run: ``python bench/tokens_per_wake.py [--quick] [--floor]`` (``--floor``: only the
+three-agent day).
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import json
+import re
+import threading
 import os
 import datetime as dt
 import random
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import _common
 
 import sqlalchemy as sa  # noqa: E402
 
+from poller.config import ScreenConfig  # noqa: E402
 from poller import draft, law, lines as wake_lines, loop, wakers  # noqa: E402
 from poller.kinds import WakeKind  # noqa: E402
 from poller.store import cycle, facts, turns  # noqa: E402
@@ -137,12 +144,18 @@ def baselines(store, posts: list[tuple]) -> dict[str, tuple[int, int]]:
 
 
 def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool,
-            delta_kinds: frozenset, db_url: str | None, agents: tuple[str, ...] = AGENTS) -> dict:
+            delta_kinds: frozenset, db_url: str | None, agents: tuple[str, ...] = AGENTS,
+            screen_url: str = "", settings: dict | None = None) -> dict:
     """One simulated day on a fresh database; what its wakes cost and what they missed."""
     draft.DELTA_KINDS = delta_kinds
     _, store, cfg = _common.database(db_url)
+    if screen_url:
+        cfg = dataclasses.replace(cfg, screen=ScreenConfig(url=screen_url, model="bench"))
     _common.build_world(store, moods, agents, PEOPLE, now=DAY0)
+    for key, value in (settings or {}).items():
+        store.set_setting(key, value, DAY0)
     poller = loop.Poller(store, cfg, launcher=InstantLauncher(store, sessions))
+    screen_tokens = 0
     now, pi, si = DAY0, 0, 0
     mentions: list[tuple[int, str, str]] = []  # (post id, agent, text)
     cpu, wall = time.process_time(), time.perf_counter()
@@ -162,13 +175,15 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
             who, slug, at = signins[si]
             store.add_signin(who, slug, at)
             si += 1
-        poller.tick(now)
+        screen_tokens += poller.tick(now).screen_tokens
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     poller.release()
     with store.reading() as s:
         rows = s.execute(sa.select(Wake.kind, Wake.prompt_tokens)).all()
         floors = s.execute(sa.select(sa.func.coalesce(sa.func.sum(Decision.count), 0))
                            .where(Decision.reason.like("floor-taken-by-%"))).scalar()
+        screened = s.execute(sa.select(sa.func.count()).where(
+            Decision.reason == "screened-out")).scalar()
         answered = s.execute(sa.select(WakePost.post_id, Participant.handle, Wake.text)
                              .join(Wake, Wake.id == WakePost.wake_id)
                              .join(Participant, Participant.id == WakePost.agent_id)).all()
@@ -177,7 +192,8 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
     missed = sum(1 for post_id, agent, body in mentions
                  if wake_lines.quote(body) not in shown.get((post_id, agent), ""))
     return {"rows": rows, "mentions": len(mentions), "missed": missed, "cpu": cpu, "wall": wall,
-            "store": store, "floors": floors}
+            "store": store, "floors": floors, "screen_tokens": screen_tokens,
+            "screened": screened}
 
 
 def describe(name: str, day: dict, replay: int) -> None:
@@ -195,11 +211,20 @@ def describe(name: str, day: dict, replay: int) -> None:
 
 
 def main() -> None:
-    args = _common.parser(__doc__).parse_args()
+    p = _common.parser(__doc__)
+    p.add_argument("--floor", action="store_true", help="Only the three-agent day.")
+    p.add_argument("--screen", action="store_true", help="Only the day with and without a screen.")
+    args = p.parse_args()
     _common.quiet_logs()
     print(_common.facts())
     moods = 8 if args.quick else MOODS
     slugs = [f"m{i:05d}" for i in range(moods)]
+    if args.floor:
+        floor_days(slugs, args.db)
+        return
+    if args.screen:
+        screen_days(slugs, args.db)
+        return
     posts, signins = simulate_day(slugs)
     print(f"simulated day: {moods} Moods, {len(PEOPLE)} people, {len(AGENTS)} agents, "
           f"{len(posts):,} people's posts, {len(signins)} sign-ins, a cycle every {STEP.seconds} s")
@@ -217,14 +242,76 @@ def main() -> None:
     print(f"target: {SHIPPED} <= 1/5 of the replay with no mention missed: "
           f"{'met' if met else 'MISSED'} ({shipped:,} vs {replay / 5:,.0f}; {missed} missed)")
     floor_days(slugs, args.db)
+    screen_days(slugs, args.db)
+
+
+class BenchScreen:
+    """A screen on loopback that says yes when someone asks something (a "?" ending a
+    sentence), no otherwise: a stand-in for a small model, to count what screening
+    costs and saves (a real model's judgment, and so its no-rate, will differ)."""
+
+    ASKS = re.compile(r"\?(\s|$)")
+
+    def __init__(self) -> None:
+        outer = self
+        self.asked = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.asked += 1
+                talk = body["messages"][1]["content"]
+                answer = "yes: a question" if outer.ASKS.search(talk) else "no: small talk"
+                reply = json.dumps({"choices": [{"message": {"content": answer}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def screen_days(slugs: list[str], db_url: str | None) -> None:
+    """With and without a screen before considers: for agents without a session (every
+    wake carries the full catch-up) and for the shipped strategy (delta wakes)."""
+    posts, signins = simulate_day(slugs)
+    fake = BenchScreen()
+    print(f"\nthe screen: {len(slugs)} Moods, {len(AGENTS)} agents; a stand-in screen that "
+          f"says yes only to questions")
+    for strategy in ("no session", SHIPPED):
+        sessions, kinds = STRATEGIES[strategy]
+        asked = fake.asked
+        without = run_day(len(slugs), posts, signins, sessions, kinds, db_url)
+        screened = run_day(len(slugs), posts, signins, sessions, kinds, db_url,
+                           screen_url=fake.url)
+        totals = {}
+        for name, day in (("without a screen", without), ("with the screen", screened)):
+            wakes = sum(t for _, t in day["rows"])
+            considers = sum(1 for k, _ in day["rows"] if k == "consider")
+            totals[name] = wakes + day["screen_tokens"]
+            print(f"{strategy}, {name}: {len(day['rows']):,} wakes ({considers:,} considers), "
+                  f"{wakes:,} wake tokens + {day['screen_tokens']:,} screen tokens = "
+                  f"{totals[name]:,}; {day['screened']:,} considers screened out; mentions "
+                  f"missed {day['missed']} of {day['mentions']}; {day['cpu']:.1f} s CPU")
+        ratio = totals["with the screen"] / max(1, totals["without a screen"])
+        print(f"{strategy}: screen + wakes vs wakes alone: {ratio:.2f}x "
+              f"({fake.asked - asked:,} screen calls)")
+    fake.server.shutdown()
 
 
 def without_floor() -> dict:
-    """Take the floor out (the bench's comparison only): no kind shares a floor, and
-    the wakes in flight of other agents are not counted; returns what to put back."""
+    """Take the floor and calm out (the bench's comparison only: the law before both):
+    no kind shares a floor, the wakes in flight of other agents are not counted, and
+    silent turns never slow a Mood's considers; returns what to put back."""
     saved = {"unprompted": law.UNPROMPTED, "cycle": cycle.floor_others,
-             "batch": facts.Batch.floor_others}
+             "batch": facts.Batch.floor_others, "calm": law._calm}
     law.UNPROMPTED = frozenset()
+    law._calm = lambda f: None
     cycle.floor_others = lambda s, agent_id, mood_id: 0
     facts.Batch.floor_others = lambda self, agent_id, mood_id: 0
     return saved
@@ -234,6 +321,7 @@ def put_back(saved: dict) -> None:
     law.UNPROMPTED = saved["unprompted"]
     cycle.floor_others = saved["cycle"]
     facts.Batch.floor_others = saved["batch"]
+    law._calm = saved["calm"]
 
 
 def floor_days(slugs: list[str], db_url: str | None) -> bool:
@@ -242,10 +330,15 @@ def floor_days(slugs: list[str], db_url: str | None) -> bool:
     sessions, kinds = STRATEGIES[SHIPPED]
     print(f"\nthe floor: {len(slugs)} Moods, {len(CROWD)} agents in each, {len(posts):,} people's "
           f"posts, {len(signins)} sign-ins, {SHIPPED}")
-    with_floor = run_day(len(slugs), posts, signins, sessions, kinds, db_url, CROWD)
+    # Three agents in 40 Moods would meet the hourly cap (30 wakes an agent) with or
+    # without the floor, hiding the law behind it: the cap is set out of the way.
+    uncapped = {"max_wakes_per_hour": "600"}
+    with_floor = run_day(len(slugs), posts, signins, sessions, kinds, db_url, CROWD,
+                         settings=uncapped)
     saved = without_floor()
     try:
-        no_floor = run_day(len(slugs), posts, signins, sessions, kinds, db_url, CROWD)
+        no_floor = run_day(len(slugs), posts, signins, sessions, kinds, db_url, CROWD,
+                           settings=uncapped)
     finally:
         put_back(saved)
     counts = {}

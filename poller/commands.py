@@ -1,80 +1,70 @@
-"""A person's slash command to a Claude Code agent: ``@agent /compact`` in a Mood.
+"""What people tell an agent that the service carries out, not the agent.
 
-A post that is nothing but an agent's handle and a slash command asks the
-poller to run that command in the agent's Claude Code session for the Mood
-and post what it printed.  Four commands pass (:data:`COMMANDS`): they look
-at or tidy the session and change nothing else.  Only a person with trust
-``full`` may ask, only of a Claude Code agent, one command at a time per
-agent and Mood; anything else is refused with a one-line note in the Mood
-(:func:`refusal`), a system note: the agent is never woken by it.
-
-Everything here is pure: text in, values out.
+``@agent stop`` from a person with trust ``full`` stops the agent in that Mood
+(its running turn there ends, its wakes there wait) as ``mood-poller stop``
+does, and ``@agent resume`` lifts it.  The post is a command, not a question:
+nobody owes it an answer.  From anyone else it is refused in one line.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
-from dataclasses import dataclass
 from typing import Optional
 
-from poller.kinds import ParticipantKind, Trust, Waker
+from poller import recover
+from poller.kinds import ParticipantKind, Trust
+from poller.store import cycle
 
-COMMANDS = ("compact", "context", "usage", "cost")
-# "@handle /word", and whatever follows the word (a command runs alone: nothing may).
-ASK_RE = re.compile(r"\s*@(?P<handle>[A-Za-z0-9][A-Za-z0-9_-]*)\s+"
-                    r"/(?P<word>[A-Za-z][A-Za-z0-9_-]{0,31})(?P<rest>(?:\s.*)?)", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Asked:
-    """A post read as a command: to whom, which, and whether anything followed it."""
-
-    handle: str
-    word: str  # lower-cased, without the slash
-    extra: bool  # something followed the command
-
-    @property
-    def shown(self) -> str:
-        return f"/{self.word}"
+COMMAND = re.compile(r"^\s*@([\w.-]+)[\s,:]+(stop|resume)\s*[.!]?\s*$", re.IGNORECASE)
 
 
-def parse(text: str) -> Optional[Asked]:
-    """The command a post asks for, or None if it is not one (``@a /etc/hosts is down`` is
-    not: a command word ends at a space or the end of the post)."""
-    m = ASK_RE.fullmatch(text or "")
-    if m is None:
+def parse(body: str) -> Optional[tuple[str, str]]:
+    """``(handle, verb)`` when the whole post is a command, else None."""
+    m = COMMAND.match(body)
+    return (m.group(1).lower(), m.group(2).lower()) if m else None
+
+
+def carry_out(ctx, s, r, addressed: set[int], listeners: dict, now: dt.datetime) -> set[int]:
+    """Carry out a command in post *r*; the agents it named (their mention is not owed)."""
+    if r.sender_kind != ParticipantKind.PERSON or not addressed:
+        return set()
+    said = parse(cycle.post_text(s, r.id))
+    if said is None:
+        return set()
+    handle, verb = said
+    target = next((a for a in addressed if ctx.agents[a].handle.lower() == handle), None)
+    if target is None:
+        return set()
+    agent, who = ctx.agents[target].handle, cycle.handle(s, r.sender_id)
+    l = listeners[(target, r.mood_id)]
+    if r.sender_trust != Trust.FULL:
+        note = (f"@{who}: only a person with trust full can {verb} @{agent} here "
+                f"(yours is {r.sender_trust}).")
+    elif verb == "stop":
+        note = _stop(ctx, s, l, agent, who, now)
+    else:
+        note = _resume(l, agent, now)
+    if note:
+        cycle.add_system_post(s, r.mood_id, target, note, now, ctx.counter.count(note))
+    return {target}
+
+
+def _stop(ctx, s, l, agent: str, who: str, now: dt.datetime) -> Optional[str]:
+    from poller import observe
+
+    for w in cycle.turns_here(s, l.agent_id, l.mood_id):
+        recover.stop_turn(ctx.counter, s, w, f"stopped by {who}", now)
+    if l.stopped_at is not None:
         return None
-    return Asked(m.group("handle"), m.group("word").lower(), bool(m.group("rest").strip()))
+    l.stopped_at, l.stopped_by, l.due_at = now, who[:64], now
+    return observe.stopped_note(agent, who)
 
 
-def refusal(asked: Asked, agent: str, waker: str, sender_kind: str, sender_trust: str,
-            waiting: str = "") -> str:
-    """Why the command is not run, as one line for the Mood; "" if it may run.
+def _resume(l, agent: str, now: dt.datetime) -> Optional[str]:
+    from poller import observe
 
-    *waiting* is the command already waiting to run for this agent here, if any.
-    """
-    if sender_kind != ParticipantKind.PERSON or sender_trust != Trust.FULL:
-        return (f"{asked.shown} was not run: only a person with trust full may run a command "
-                f"in @{agent}'s session.")
-    if waker != Waker.CLAUDE_CODE:
-        return (f"{asked.shown} was not run: @{agent} is not a Claude Code agent, and only "
-                "Claude Code agents take commands.")
-    if asked.word not in COMMANDS:
-        known = ", ".join(f"/{c}" for c in COMMANDS)
-        return f"{asked.shown} was not run: the commands a session takes from here are {known}."
-    if asked.extra:
-        return f"{asked.shown} was not run: a command runs alone, with nothing after it."
-    if waiting:
-        return (f"{asked.shown} was not run: /{waiting} is still waiting to run in "
-                f"@{agent}'s session here; one command at a time.")
-    return ""
-
-
-def output_note(word: str, agent: str, output: str, limit: int) -> str:
-    """The system note carrying a command's output into the Mood, within *limit* characters."""
-    head = f"/{word} in @{agent}'s session here:\n"
-    body = output.strip() or "(it printed nothing)"
-    if len(head) + len(body) > limit:
-        cut = "\n[output cut]"
-        body = body[:max(0, limit - len(head) - len(cut))] + cut
-    return head + body
+    if l.stopped_at is None:
+        return None
+    l.stopped_at, l.stopped_by, l.due_at = None, None, now
+    return observe.resumed_note(agent)

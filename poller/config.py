@@ -26,6 +26,7 @@ ENV_DB = "MOOD_POLLER_DB"
 ENV_CONFIG = "MOOD_POLLER_CONFIG"
 ENV_WIKI_PASSWORD = "MOOD_POLLER_WIKI_BOT_PASSWORD"
 ENV_SUMMARIZER_KEY = "MOOD_POLLER_SUMMARIZER_API_KEY"
+ENV_SCREEN_KEY = "MOOD_POLLER_SCREEN_API_KEY"
 ENV_LAUNCH = "MOOD_POLLER_LAUNCH"
 LAUNCHERS = ("auto", "process", "thread")
 SECRET_FIELDS = {"bot_password", "api_key"}
@@ -85,6 +86,16 @@ class SummarizerConfig:
 
 
 @dataclass(frozen=True)
+class ScreenConfig:
+    """An optional cheap model asked, before a consider, whether the agent is needed."""
+
+    url: str = ""  # OpenAI-compatible base URL; empty: no screen, every due consider wakes
+    model: str = ""
+    api_key: str = field(default="", repr=False)  # secret; or env MOOD_POLLER_SCREEN_API_KEY
+    timeout: float = 3.0  # seconds; a screen that does not answer lets the wake through
+
+
+@dataclass(frozen=True)
 class PollerConfig:
     """The loop's knobs (the per-Mood dials are settings, not config)."""
 
@@ -117,6 +128,7 @@ class Config:
     wiki: WikiConfig = field(default_factory=WikiConfig)
     wake: WakeConfig = field(default_factory=WakeConfig)
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
+    screen: ScreenConfig = field(default_factory=ScreenConfig)
     poller: PollerConfig = field(default_factory=PollerConfig)
     source: str = ""  # path of the file it was read from, if any
     # Where each value came from, by "section.key" ("database.url",
@@ -147,6 +159,7 @@ SECTIONS = {
     "wiki": WikiConfig,
     "wake": WakeConfig,
     "summarizer": SummarizerConfig,
+    "screen": ScreenConfig,
     "poller": PollerConfig,
 }
 
@@ -156,6 +169,7 @@ ENV_OVERRIDES = {
     "database.url": ENV_DB,
     "wiki.bot_password": ENV_WIKI_PASSWORD,
     "summarizer.api_key": ENV_SUMMARIZER_KEY,
+    "screen.api_key": ENV_SCREEN_KEY,
     "poller.launch": ENV_LAUNCH,
 }
 SUMMARIZER_KINDS = ("extractive", "llm", "none")
@@ -207,6 +221,10 @@ RULES: dict[str, Rule] = {
     "summarizer.model": Rule(str),
     "summarizer.api_key": Rule(str, secret=True),
     "summarizer.timeout": _seconds(above=0),
+    "screen.url": Rule(str, shape="url"),
+    "screen.model": Rule(str),
+    "screen.api_key": Rule(str, secret=True),
+    "screen.timeout": _seconds(above=0),
     "poller.interval": _seconds(above=0),
     "poller.bot_chain_cap": _count(0),
     "poller.look_timeout": _seconds(above=0),
@@ -359,6 +377,8 @@ def _validate(cfg: Config) -> None:
     """What needs two values at once (each value alone was checked as it was read)."""
     if cfg.summarizer.kind == "llm" and not (cfg.summarizer.url and cfg.summarizer.model):
         raise errors.ConfigError("config: summarizer.kind = 'llm' needs summarizer.url and summarizer.model")
+    if bool(cfg.screen.url) != bool(cfg.screen.model):
+        raise errors.ConfigError("config: a screen needs both screen.url and screen.model")
 
 
 def derived_links(wiki: WikiConfig) -> dict[str, str]:

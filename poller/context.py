@@ -41,6 +41,7 @@ class TickReport:
     recovered: int = 0
     abandoned: int = 0  # wakes composed but not recorded: the listener changed meanwhile
     quarantined: int = 0  # listeners set aside this cycle because evaluating them raised
+    screen_tokens: int = 0  # what asking the screen cost this cycle
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Context:
     config: config_mod.Config
     settings: SettingsCache = field(default_factory=SettingsCache)
     summarizer: object = None
+    screen: object = None  # poller.screen.Screen, when one is configured
     dials: DialWords = BUILT_IN  # this cycle's dial wording, read before any transaction
     agents: dict[int, AgentInfo] = field(default_factory=dict)  # this cycle's agents
 

@@ -19,7 +19,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from poller import commands, compose, law
+from poller import compose, law, slash
 from poller.context import Context, Planned, TickReport, log_decision
 from poller.kinds import ParticipantKind, Tools, Trust, WakeKind
 from poller.models import Listener
@@ -126,7 +126,7 @@ def gather_command(ctx: Context, s, l: Listener, agent: AgentInfo, mood: MoodInf
                    now: dt.datetime) -> Draft:
     """A person's slash command, due to run in the agent's session here: the wake is the
     command alone (``/compact``), never the rest of the post, and answers that post."""
-    asked = commands.parse(cycle.post_texts(s, [l.command_post_id]).get(l.command_post_id, ""))
+    asked = slash.parse(cycle.post_texts(s, [l.command_post_id]).get(l.command_post_id, ""))
     word = asked.word if asked else ""
     return Draft(agent, mood, WakeKind.COMMAND, Tools.LOOK, None, [l.command_post_id], None, 0,
                  reads.command_extras(s, agent.id, mood.id), command=f"/{word}")
@@ -194,6 +194,27 @@ def record(ctx: Context, s, draft: Draft, wake: compose.Wake, now: dt.datetime,
                  draft.decision or law.Decision("wake", "", None), True)
     return Planned(row.id, draft.agent.handle, draft.mood.slug, draft.kind, draft.tools,
                    wake.text, draft.answers)
+
+
+def screen_out(ctx: Context, s, draft: Draft, reason: str, now: dt.datetime,
+               report: TickReport) -> bool:
+    """The screen said the consider's posts do not need the agent: record that and spend
+    the consider, if nothing changed since it was decided (else False: weighed again)."""
+    l = cycle.claim_listener(s, draft.agent.id, draft.mood.id)
+    if l is None or cycle.fingerprint(s, l, now) != draft.fingerprint:
+        return False
+    code = law.Decision("skip", "screened-out")
+    cycle.record_decision(s, draft.agent.id, draft.mood.id, draft.kind, code.outcome,
+                          code.reason, None, now, detail=reason[:200], merge=False)
+    if l.consider_from_id and l.consider_from_id <= draft.seen_id:
+        l.consider_from_id, l.consider_due_at = 0, None
+    # Paced as a turn would have been: the screen is asked no more often than it would wake.
+    cooldown = ctx.settings.values(draft.mood.id, draft.agent.id, now)["cooldown"]
+    l.cooldown_until = now + dt.timedelta(seconds=cooldown)
+    l.due_at = cycle.next_due(l, False, now)
+    report.decisions.append((draft.agent.handle, draft.mood.slug, draft.kind, code.code))
+    log_decision(draft.agent.handle, draft.mood.slug, draft.kind, code, True)
+    return True
 
 
 def after_wake(ctx: Context, s, l: Listener, draft: Draft, now: dt.datetime) -> None:

@@ -37,6 +37,8 @@ HOLD_WORDS = {
     "no-free-slot": "all its turn slots are in use; it will answer when one frees up",
     "hourly-cap": "it has reached its wakes-per-hour limit; it will answer when that allows",
     "listening-off": "its listening is off here; it will answer when listening is back on",
+    "stopped": "stopped here until `mood-poller stop --lift` (or a trusted person's "
+               "\"@agent resume\")",
     "bot-loop": ("agents have been mentioning each other with no person in between; "
                  "it will answer once a person posts"),
     "over-budget": ("it has spent its daily budget; it will answer when the budget starts "
@@ -44,7 +46,7 @@ HOLD_WORDS = {
 }
 
 
-LISTENING_GATES = ("listening-mentions", "listening-off")
+LISTENING_GATES = ("listening-mentions", "listening-off", "stopped")  # a consider waits them out
 
 
 def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> None:
@@ -52,7 +54,7 @@ def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> No
     back on: ``consider_after`` from when this pair is first looked at with it on (the
     settings' change makes every such pair due at once), within the usual budget."""
     if (l.consider_from_id and l.consider_due_at is None and values["listening"] == "on"
-            and not archived):
+            and not archived and not l.stopped_at):
         l.consider_due_at = now + dt.timedelta(seconds=values["consider_after"])
 
 
@@ -95,7 +97,7 @@ def evaluate(ctx: Context, s, pairs: list[tuple[int, int]], now: dt.datetime) ->
     A database error is raised (the transaction may be unusable: the caller
     weighs the pairs again one by one); any other error sets its pair aside.
     """
-    batch = facts.claim(s, pairs, now)
+    batch = facts.claim(s, pairs, now, screening=ctx.screen is not None)
     out = Decided()
     for pair in by_initiative(ctx, batch, pairs, now):
         l = batch.listeners.get(pair)
@@ -132,13 +134,15 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     said = []
     remembered_consider(l, values, mood.archived, now)
     for kind in due_kinds(l, owed, now):
-        decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until)
+        decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until,
+                            bool(l.stopped_at))
         if decision is None:
             base = base or dict(base_facts(ctx, load, l, mood, resolved, values, now,
                                            batch.floor_holder(l.agent_id, l.mood_id)),
                                 **budget_facts(s, l, values, now))
             decision = law.decide(law.Facts(kind=kind, **base,
-                                            **kind_facts(ctx, s, kind, l, owed, now)))
+                                            **kind_facts(ctx, s, kind, l, owed, now),
+                                            **mood_facts(batch, kind, l)))
         if decision.outcome == Outcome.WAKE:
             d = (drafts.gather_command(ctx, s, l, agent, mood, now) if kind == WakeKind.COMMAND
                  else drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now))
@@ -174,7 +178,7 @@ def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, r
     """The facts every kind shares: settings, the Mood, the agent's load and caps, the floor."""
     return dict(
         now=now, settings=values, archived=mood.archived,
-        listening_until=resolved["listening"].until,
+        listening_until=resolved["listening"].until, stopped=bool(l.stopped_at),
         busy_here=l.mood_id in load.here, running_for_agent=load.running,
         wakes_last_hour=tuple(load.woke),
         cooldown_until=l.cooldown_until, bot_chain_cap=ctx.cfg.bot_chain_cap,
@@ -237,6 +241,14 @@ def kind_facts(ctx: Context, s, kind: str, l: ListenerRow, owed: list[int],
     if kind == WakeKind.CONSIDER:
         return {"considers_last_hour": l.considers}
     return {"person_recent": l.last_person_at is not None and l.last_person_at > recent}
+
+
+def mood_facts(batch: facts.Batch, kind: str, l: ListenerRow) -> dict:
+    """What the Mood says about a consider: its calm, and whether someone is typing."""
+    if kind != WakeKind.CONSIDER:
+        return {}
+    calm, last = batch.calm.get(l.mood_id, (0, None))
+    return {"calm_turns": calm, "calm_last": last, "typing_at": batch.moods[l.mood_id].typing_at}
 
 
 def bot_chain(ctx: Context, s, l: ListenerRow, owed: list[int]) -> int:

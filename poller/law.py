@@ -21,6 +21,14 @@ One floor per Mood: of the agents that could speak unasked in a Mood at once
 (a consider, quiet look or arrival), one takes the floor by :func:`initiative`
 order and the others are ``deferred:floor-taken-by-<agent>`` until its turn
 ends.  Mentions are never subject to the floor.
+
+Calm slows, pressure quickens (one law, :func:`slowed`, for quiet looks and
+considers): each quiet look that ends silent doubles the agent's next quiet
+wait, and once a Mood's last ``calm_after`` unprompted turns (anyone's) all
+ended silent, each further silent one doubles the Mood's consider spacing
+(an hour's budget spread evenly: 10 minutes at 6 an hour), never past the
+12 h rest.  A quiet look's doubling resets when someone speaks; a Mood's calm
+resets when an agent speaks there or a person names one.
 """
 
 from __future__ import annotations
@@ -37,6 +45,14 @@ HOUR = dt.timedelta(hours=1)
 UNPROMPTED = frozenset({WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL})  # share a floor
 READY_CAP_H = 12.0  # readiness stops growing after this many hours without speaking
 REASON_MAX = 64  # the width of decisions.reason
+REST = dt.timedelta(hours=12)  # the longest that calm ever slows a wait to
+
+
+def slowed(base_s: float, doublings: int) -> dt.timedelta:
+    """*base_s* seconds doubled *doublings* times, up to :data:`REST`: how calm slows a wait."""
+    if doublings <= 0:
+        return dt.timedelta(seconds=base_s)
+    return min(dt.timedelta(seconds=base_s * 2 ** min(doublings, 32)), REST)
 
 
 @dataclass(frozen=True)
@@ -48,6 +64,7 @@ class Facts:
     settings: dict  # resolved values for this (Mood, agent)
     archived: bool = False
     listening_until: Optional[dt.datetime] = None
+    stopped: bool = False  # stopped in this Mood until lifted
     busy_here: bool = False  # a turn of this agent is pending or running in this Mood
     running_for_agent: int = 0  # its turns in flight anywhere
     wakes_last_hour: tuple[dt.datetime, ...] = ()  # this agent's wakes, any Mood
@@ -63,6 +80,11 @@ class Facts:
     person_recent: bool = True
     # the floor: another agent's unprompted turn here, in flight or decided this cycle
     floor_holder: Optional[str] = None
+    # calm: the Mood's unprompted turns that ended silent in a row (since an agent
+    # last spoke there or a person named one), and when the newest of them ended
+    calm_turns: int = 0
+    calm_last: Optional[dt.datetime] = None
+    typing_at: Optional[dt.datetime] = None  # the Mood's last "someone is typing" signal
     # dollars: what the agent spent since midnight in the Mood's zone, here and in every Mood
     spent_here: float = 0.0
     spent_all: float = 0.0
@@ -97,12 +119,13 @@ def decide(f: Facts) -> Decision:
 
 
 def gate(kind: str, now: dt.datetime, settings: dict, archived: bool = False,
-         listening_until: Optional[dt.datetime] = None) -> Optional[Decision]:
+         listening_until: Optional[dt.datetime] = None,
+         stopped: bool = False) -> Optional[Decision]:
     """The rules that need no facts beyond the settings and the Mood (listening,
     archived): what ``decide`` would say first, or None.  The loop asks this
     before it reads anything else, so a pair the settings rule out costs nothing."""
     return _gates(Facts(kind=kind, now=now, settings=settings, archived=archived,
-                        listening_until=listening_until))
+                        listening_until=listening_until, stopped=stopped))
 
 
 def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> Decision:
@@ -111,6 +134,10 @@ def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> D
 
 
 def _gates(f: Facts) -> Optional[Decision]:
+    if f.stopped:  # until lifted: mentions wait, the rest is remembered (see evaluate)
+        if f.kind == WakeKind.COMMAND:
+            return Decision(Outcome.DEFER, "stopped")  # a person's command waits for it too
+        return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.SKIP, "stopped")
     listening = f.settings["listening"]
     if f.kind == WakeKind.COMMAND:
         return None  # a person's command, not conversation: run whatever the Mood's dials
@@ -202,6 +229,9 @@ def _pacing(f: Facts) -> Optional[Decision]:
         return None  # mentions, a cut-off's follow-up and commands are never cooled down
     if f.cooldown_until is not None and f.cooldown_until > f.now:
         return Decision(Outcome.DEFER, "cooldown", f.cooldown_until)
+    if f.kind == WakeKind.CONSIDER and f.typing_at and f.typing_at + TYPING_HOLD > f.now:
+        # Someone is still writing: weigh in once they have said it.
+        return Decision(Outcome.DEFER, "typing", f.typing_at + TYPING_HOLD)
     if f.kind == WakeKind.CONSIDER and f.running_for_agent:
         # At work elsewhere: it would weigh in on talk here with its mind on other work.
         return Decision(Outcome.DEFER, "busy-elsewhere", f.now + BUSY_ELSEWHERE_RECHECK)
@@ -210,10 +240,23 @@ def _pacing(f: Facts) -> Optional[Decision]:
         recent = sorted(t for t in f.considers_last_hour if t > f.now - HOUR)
         if len(recent) >= budget:
             return Decision(Outcome.DEFER, "consider-budget", recent[len(recent) - budget] + HOUR)
+        return _calm(f)
+    return None
+
+
+def _calm(f: Facts) -> Optional[Decision]:
+    """A consider in a calm Mood waits out the Mood's slowed spacing since its last turn."""
+    n = f.settings["calm_after"]
+    if not n or f.calm_turns < n or f.calm_last is None:
+        return None
+    spacing = slowed(3600 / f.settings["considers_per_hour"], f.calm_turns - n + 1)
+    if f.calm_last + spacing > f.now:
+        return Decision(Outcome.DEFER, "calm", f.calm_last + spacing)
     return None
 
 
 BUSY_ELSEWHERE_RECHECK = dt.timedelta(seconds=30)  # a consider waits out a turn elsewhere
+TYPING_HOLD = dt.timedelta(seconds=15)  # a consider waits this long after a typing signal
 
 
 def _floor(f: Facts) -> Optional[Decision]:

@@ -34,8 +34,10 @@ import uuid
 from typing import Callable, Optional
 
 from poller import clock as clock_mod, config as config_mod, draft as drafts, errors, evaluate
-from poller import launch, nudge, recover, scan, summarize, text
+from poller import launch, nudge, recover, scan, screen, summarize, text
+from poller.kinds import WakeKind
 from poller.context import Context, Planned, TickReport
+from poller.scope import Scope
 from poller import procs
 from poller.store import Store, cycle
 from wiki_rules.fallback import BUILT_IN, DialWords
@@ -61,16 +63,20 @@ BEAT_EVERY_S = 1.0  # a nudged loop cycles more often; its beat is written at mo
 class Poller:
     def __init__(self, store: Store, config: config_mod.Config, *,
                  dials: Optional[Callable[[dt.datetime], DialWords]] = None,
-                 launcher: Optional[launch.Launcher] = None, detach: bool = False):
+                 launcher: Optional[launch.Launcher] = None, detach: bool = False,
+                 scope: Scope = Scope()):
         self.store = store
         self.config = config
         self.dials = dials or (lambda now: BUILT_IN)
         self.launcher = launcher or launch.for_config(store, config, detach=detach)
         self.holder = f"{procs.HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.ctx = Context(store, config,
-                           summarizer=summarize.from_config(config.summarizer, store.counter))
+                           summarizer=summarize.from_config(config.summarizer, store.counter),
+                           screen=screen.from_config(config.screen, store.counter))
         self._dry = None  # the one rolled-back transaction of a dry run
         self.clock: Optional[Callable[[], dt.datetime]] = None  # run's clock, once it runs
+        self.scope = scope
+        self._served: Optional[set[int]] = None  # the Moods the scope serves (None: all)
 
     @property
     def settings(self):
@@ -133,7 +139,7 @@ class Poller:
         if self.store.dialect != "sqlite":
             return True
         with self._tx() as s:
-            other = cycle.take_lease(s, LEASE_NAME, self.holder, now,
+            other = cycle.take_lease(s, self.scope.lease_name(LEASE_NAME), self.holder, now,
                                      dt.timedelta(seconds=self.config.poller.lease))
         if other is not None:
             report.started = False
@@ -145,6 +151,9 @@ class Poller:
             scram = cycle.flag(s, "scram") is not None
             self.ctx.agents = cycle.agents(s)
             changed = self.settings.refresh(s)
+            if not self.scope.everything:
+                self._served = {i for i, slug in cycle.mood_slugs(s).items()
+                                if self.scope.serves(slug)}
         if changed:
             with self._tx() as s:
                 cycle.lift_holds(s, now)  # new settings may lift holds
@@ -187,7 +196,8 @@ class Poller:
             # A pair weighed already and due again (held for a free slot) waits for the next cycle.
             due = [(a, m) for _, a, m in page if (a, m) not in seen]
             seen.update(due)
-            pairs = [d for d in due if d[0] in self.ctx.agents]
+            pairs = [d for d in due if d[0] in self.ctx.agents
+                     and (self._served is None or d[1] in self._served)]
             recorded: list[Planned] = []
             try:
                 self._batch(pairs, now, report, recorded)
@@ -226,7 +236,7 @@ class Poller:
         for (agent_id, mood_id), exc in decided.bad:
             self._set_aside(agent_id, mood_id, exc, now, report)
         composed = []
-        for draft in decided.drafts:
+        for draft in self._screened(decided.drafts, now, report):
             try:
                 composed.append((draft, drafts.compose_text(self.ctx, draft)))  # no transaction
             except transient_errors():
@@ -234,6 +244,25 @@ class Poller:
             except Exception as exc:  # this wake's data broke composing it: set it aside, go on
                 self._set_aside(draft.agent.id, draft.mood.id, exc, now, report)
         recorded += self._record(composed, now, report)
+
+    def _screened(self, drafts_: list, now: dt.datetime, report: TickReport) -> list:
+        """The drafts to compose: considers the screen says nobody needs are recorded as
+        screened out instead (asked with no transaction open)."""
+        screen = self.ctx.screen
+        if screen is None or self._dry is not None:
+            return drafts_
+        keep, out = [], []
+        for draft in drafts_:
+            verdict = (screen.ask(draft.agent.handle, draft.mood.slug, draft.request.woke, now)
+                       if draft.kind == WakeKind.CONSIDER else None)
+            report.screen_tokens += verdict.tokens if verdict else 0
+            (keep if verdict is None or verdict.needed else out).append((draft, verdict))
+        if out:
+            with self._tx() as s:
+                for draft, verdict in out:
+                    if not drafts.screen_out(self.ctx, s, draft, verdict.reason, now, report):
+                        report.abandoned += 1  # changed meanwhile: looked at again next cycle
+        return [d for d, _ in keep]
 
     def _record(self, composed: list, now: dt.datetime, report: TickReport) -> list[Planned]:
         """Record a batch's composed wakes in one write transaction, each in a savepoint
@@ -335,7 +364,8 @@ class Poller:
             if now is None:
                 access.drop_beat(self.store, self.holder)
             else:
-                access.record_beat(self.store, self.holder, now, interval, took)
+                access.record_beat(self.store, self.holder, now, interval, took,
+                                   self.scope.describe())
         except Exception as exc:
             log.debug("beat not recorded: %s", exc, extra={"action": "beat_failed"})
 

@@ -58,6 +58,7 @@ class Mood(Base):
     title: Mapped[str] = mapped_column(String(200), default="")
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime]
+    typing_at: Mapped[Optional[dt.datetime]]  # the last "someone is typing" signal
 
 
 class Participant(Base):
@@ -230,6 +231,9 @@ class Listener(Base):
     # A turn here was cut off with no reply: a look-only follow-up is due (migration 0007).
     followup_of: Mapped[int] = mapped_column(BigInteger, default=0)  # the cut-off wake; 0: none
     followup_due_at: Mapped[Optional[dt.datetime]]
+    # Stopped here (``mood-poller stop``, or "@agent stop" from a trusted person) until lifted.
+    stopped_at: Mapped[Optional[dt.datetime]]
+    stopped_by: Mapped[Optional[str]] = mapped_column(String(64))
     # A person's slash command for the agent's session here, waiting to run (migration 0010).
     command_post_id: Mapped[int] = mapped_column(BigInteger, default=0)  # 0: none
 
@@ -309,6 +313,7 @@ class Decision(Base):
     at: Mapped[dt.datetime]
     last_at: Mapped[dt.datetime]  # the same decision, repeated, only moves this
     count: Mapped[int] = mapped_column(Integer, default=1)
+    detail: Mapped[Optional[str]] = mapped_column(String(200))  # e.g. the screen's one-line reason
 
 
 # -- Richer turns: sessions, handoffs, refusals (migration 0003) ------------------
@@ -440,3 +445,4 @@ class PollerBeat(Base):
     at: Mapped[dt.datetime]
     interval: Mapped[float]
     took: Mapped[float]  # seconds the cycle took
+    scope: Mapped[str] = mapped_column(String(300), default="all", server_default="all")  # the Moods it serves

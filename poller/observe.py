@@ -6,16 +6,11 @@ The reads are :mod:`poller.store.ops` verbs; this module shapes them.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import os
-import signal
 from typing import Optional
 
 from poller import errors, law
-from poller import procs
-from poller.procs import pid_alive
-from poller.recover import end_turn
+from poller.recover import stop_turn
 from poller.store import Store, cycle, ops
 from poller.text import iso
 
@@ -65,7 +60,8 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
             decisions[kind] = {"outcome": d.outcome, "reason": d.reason,
                                "code": law.Decision(d.outcome, d.reason, d.next_due).code,
                                "at": iso(d.at), "last_at": iso(d.last_at), "count": d.count,
-                               "next_due": iso(d.next_due), "wake_id": d.wake_id}
+                               "next_due": iso(d.next_due), "wake_id": d.wake_id,
+                               **({"detail": d.detail} if d.detail else {})}
             if d.wake_id is not None:
                 # "woke" is half the answer: how did the turn it started end?
                 w = ops.wake(s, d.wake_id)
@@ -127,6 +123,7 @@ def status(store: Store, now: dt.datetime) -> dict:
         states = ops.agent_states(s)
         scram = _scram(s)
         aside = [_aside_json(q) for q in ops.quarantined(s)]
+        pollers = _pollers(s, now)
     agents = []
     for agent_id, handle in o.agents.items():
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
@@ -143,7 +140,9 @@ def status(store: Store, now: dt.datetime) -> dict:
             "last_turn": None if last is None else {
                 "id": last.id, "mood": last.mood, "kind": last.kind, "status": last.status,
                 "at": iso(last.finished_at)},
-            "why": None if said is None else {**said, "at": iso(said["at"])},
+            "why": None if said is None else {
+                **said, "at": iso(said["at"]),
+                "code": law.Decision(said["outcome"], said["reason"]).code},
         })
     return {"scram": scram, "agents": sorted(agents, key=lambda a: a["handle"].lower()),
             "in_flight": [{"id": w.id, "agent": w.agent, "mood": w.mood, "kind": w.kind,
@@ -152,7 +151,23 @@ def status(store: Store, now: dt.datetime) -> dict:
                           for w in o.in_flight],
             "next_due": [{"agent": d.agent, "mood": d.mood, "due_at": iso(d.due_at)}
                          for d in o.due],
-            "quarantined": aside}
+            "quarantined": aside, **pollers}
+
+
+STALE_INTERVALS = 3  # a poller that has not cycled for this many intervals is not counted
+
+
+def _pollers(s, now: dt.datetime) -> dict:
+    """The running pollers (a beat within a few intervals) and which serves each Mood."""
+    from poller.scope import Scope
+    from poller.store import access, cycle
+
+    live = [b for b in access.beats(s)
+            if (now - b.at).total_seconds() <= STALE_INTERVALS * max(b.interval, 1.0) + b.took]
+    scopes = [(b.holder, Scope.from_description(b.scope)) for b in live]
+    return {"pollers": [{"holder": b.holder, "serves": b.scope, "at": iso(b.at)} for b in live],
+            "served_by": {slug: [h for h, scope in scopes if scope.serves(slug)]
+                          for slug in sorted(cycle.mood_slugs(s).values())}}
 
 
 def set_scram(store: Store, by: Optional[str], now: dt.datetime) -> int:
@@ -163,14 +178,45 @@ def set_scram(store: Store, by: Optional[str], now: dt.datetime) -> int:
     with store.writing() as s:
         cycle.set_flag(s, "scram", "on", by, now)
         for w in ops.in_flight(s):
-            # A runner process here is killed; a turn running inside a poller
-            # ends when its heartbeat finds the turn closed.
-            if w.host == procs.HOST and pid_alive(w.runner_pid, "poller.runner"):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(w.runner_pid, signal.SIGKILL)
-            end_turn(store.counter, s, w, "the emergency stop ended it", now, follow_up=False)
+            stop_turn(store.counter, s, w, "the emergency stop ended it", now)
             ended += 1
     return ended
+
+
+def stop_agent(store: Store, handle: str, slug: str, by: Optional[str],
+               now: dt.datetime) -> dict:
+    """Stop one agent in one Mood: end its turn there and hold its wakes there until lifted."""
+    agent, mood = store.agent(handle), store.mood(slug)
+    who = store.participant(by).handle if by else ""
+    with store.writing() as s:
+        new, running = ops.stop_pair(s, agent.id, mood.id, who, now)
+        for w in running:
+            stop_turn(store.counter, s, w, f"stopped in {slug}" + (f" by {who}" if who else ""), now)
+        if new:
+            body = stopped_note(agent.handle, who)
+            cycle.add_system_post(s, mood.id, agent.id, body, now, store.counter.count(body))
+    return {"agent": agent.handle, "mood": slug, "stopped": True, "already": not new,
+            "turns_ended": len(running)}
+
+
+def lift_stop(store: Store, handle: str, slug: str, now: dt.datetime) -> bool:
+    agent, mood = store.agent(handle), store.mood(slug)
+    with store.writing() as s:
+        lifted = ops.lift_pair(s, agent.id, mood.id, now)
+        if lifted:
+            body = resumed_note(agent.handle)
+            cycle.add_system_post(s, mood.id, agent.id, body, now, store.counter.count(body))
+    return lifted
+
+
+def stopped_note(handle: str, by: str) -> str:
+    who = f" by {by}" if by else ""
+    return (f"@{handle} was stopped here{who}: it starts no turn here until the stop is lifted; "
+            f"mentions of it wait and are answered then.")
+
+
+def resumed_note(handle: str) -> str:
+    return f"@{handle} may take turns here again."
 
 
 def lift_scram(store: Store, now: dt.datetime) -> bool:

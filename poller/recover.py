@@ -89,6 +89,16 @@ def end_turn(counter, s, w, why: str, now: dt.datetime, follow_up: bool = True) 
         turns.follow_up(s, counter, w, now)
 
 
+def stop_turn(counter, s, w, why: str, now: dt.datetime) -> None:
+    """End a turn on an operator's (or a trusted person's) word: its runner, if it runs
+    on this machine, is killed; a turn running inside a poller ends when its heartbeat
+    finds the turn closed.  No follow-up: someone meant it to stop."""
+    if w.host == procs.HOST and pid_alive(w.runner_pid, "poller.runner"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(w.runner_pid, signal.SIGKILL)
+    end_turn(counter, s, w, why, now, follow_up=False)
+
+
 def kill_agent(w) -> None:
     # A process group id means something only on the machine that ran the turn.
     if w.host == procs.HOST and w.agent_pgid and group_alive(w.agent_pgid):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from poller import commands
+from poller import commands, law, slash
 from poller.context import Context, log
 from poller.kinds import ParticipantKind, PostKind, Trust
 from poller.store import cycle, facts
@@ -38,7 +38,8 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
         addressed = mentioned.get(r.id, set())
         if r.sender_trust == Trust.NONE and r.sender_kind == ParticipantKind.PERSON:
             addressed = set()  # people with trust none: a mention is just text
-        # (a command from someone with trust none is refused too, not read as mere text)
+        commanded = commands.carry_out(ctx, s, r, addressed, listeners, now) if addressed else ()
+        # (a slash command from someone with trust none is refused too, not read as mere text)
         target = command_target(ctx, asked.get(r.id), mentioned.get(r.id, set()))
         for agent_id in agent_ids:
             try:
@@ -50,6 +51,8 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
                 apply_post(ctx, l, r, agent_id, addressed, now, owed)
             except Exception as exc:  # one bad row must not stop every Mood, nor other agents
                 set_aside(s, "post", r.id, r.mood_id, exc, now)
+        for agent_id in commanded:  # "@agent stop" was carried out: nothing to answer
+            owed.discard((agent_id, r.id, r.mood_id))
     cycle.add_owed(s, owed)
     owed_pairs = {(a, m) for a, _, m in owed}
     for pair, row in listeners.items():
@@ -59,10 +62,10 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
     return len(rows)
 
 
-def commands_in(s, mentioned: dict[int, set[int]]) -> dict[int, commands.Asked]:
+def commands_in(s, mentioned: dict[int, set[int]]) -> dict[int, slash.Asked]:
     """The posts among those mentioning an agent that are slash commands (``@a /compact``)."""
     texts = cycle.post_texts(s, list(mentioned)) if mentioned else {}
-    found = {post_id: commands.parse(text) for post_id, text in texts.items()}
+    found = {post_id: slash.parse(text) for post_id, text in texts.items()}
     return {post_id: a for post_id, a in found.items() if a is not None}
 
 
@@ -74,14 +77,14 @@ def command_target(ctx: Context, asked, addressed: set[int]):
                 None)
 
 
-def take_command(ctx: Context, s, l: ListenerRow, r: cycle.PostEvent, asked: commands.Asked,
+def take_command(ctx: Context, s, l: ListenerRow, r: cycle.PostEvent, asked: slash.Asked,
                  now: dt.datetime) -> None:
     """A person's slash command to this agent: due to run in its session here, or refused
     with a one-line system note in the Mood (the agent is not woken by it)."""
     agent = ctx.agents[l.agent_id]
     waiting = cycle.post_texts(s, [l.command_post_id]) if l.command_post_id else {}
-    before = commands.parse(waiting.get(l.command_post_id, ""))
-    why = commands.refusal(asked, agent.handle, agent.waker, r.sender_kind, r.sender_trust,
+    before = slash.parse(waiting.get(l.command_post_id, ""))
+    why = slash.refusal(asked, agent.handle, agent.waker, r.sender_kind, r.sender_trust,
                            before.word if before else "")
     if why:
         cycle.add_system_post(s, r.mood_id, l.agent_id, why, now, ctx.counter.count(why))
@@ -116,7 +119,7 @@ def apply_post(ctx: Context, l: ListenerRow, r: cycle.PostEvent, agent_id: int,
         l.last_person_at, l.last_person_id, l.quiet_backoff = r.created_at, r.id, 0
         if l.hold_reason:
             l.due_at = now  # a person spoke: a bot-loop hold may lift
-    l.quiet_due_at = (r.created_at + idle * (2 ** (l.quiet_backoff or 0))
+    l.quiet_due_at = (r.created_at + law.slowed(values["idle_after"], l.quiet_backoff or 0)
                       if values["idle_after"] else None)
     if agent_id in addressed:
         owed.add((agent_id, r.id, r.mood_id))

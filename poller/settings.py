@@ -145,6 +145,9 @@ KEYS: dict[str, Key] = {
             "seconds of silence before a quiet look (0: never)"),
         Key("considers_per_hour", 6, _int_range("considers_per_hour", 0, 60),
             "considers allowed per Mood and agent in any hour"),
+        Key("calm_after", 3, _int_range("calm_after", 0, 100),
+            "silent unprompted turns in a row after which a Mood's considers slow down, "
+            "doubling their spacing with each further one up to 12 h (0: never)"),
         Key("catch_up_tokens", 10_000, _int_range("catch_up_tokens", 1_000, 24_000),
             "tokens of the Mood's history a wake carries word for word"),
         Key("discretion", "normal", _choice("discretion", ("reserved", "normal", "chatty")),

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 import httpx
 
-from poller import errors, lines
+from poller import chat, errors, lines
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -142,10 +142,7 @@ class LLMSummarizer:
 
     @property
     def endpoint(self) -> str:
-        base = self.config.url.rstrip("/")
-        if not base.endswith("/v1"):
-            base += "/v1"
-        return base + "/chat/completions"
+        return chat.endpoint(self.config.url)
 
     def summarize(self, posts, *, also_unseen, budget, agent, now) -> str:
         if not posts:
@@ -187,22 +184,8 @@ class LLMSummarizer:
         return "\n".join(reversed(shown))
 
     def _complete(self, body: dict) -> str:
-        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
         try:
-            client = self._client or httpx.Client(timeout=self.config.timeout)
-            try:
-                response = client.post(self.endpoint, json=body, headers=headers,
-                                       timeout=self.config.timeout)
-            finally:
-                if self._client is None:
-                    client.close()
-            response.raise_for_status()
-            return response.json()["choices"][0]["message"]["content"] or ""
-        except httpx.TimeoutException as exc:
-            raise SummaryError(f"summarizer timed out after {self.config.timeout:g}s") from exc
-        except httpx.HTTPStatusError as exc:
-            raise SummaryError(f"summarizer answered HTTP {exc.response.status_code}") from exc
-        except httpx.HTTPError as exc:
-            raise SummaryError(f"summarizer unreachable: {type(exc).__name__}") from exc
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise SummaryError("summarizer answered something that is not a chat completion") from exc
+            return chat.complete(self.config.url, self.config.api_key, self.config.timeout, body,
+                                 what="summarizer", client=self._client).text
+        except chat.ChatError as exc:
+            raise SummaryError(str(exc)) from exc

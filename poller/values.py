@@ -16,10 +16,12 @@ class MoodInfo:
     title: str
     archived: bool
     created_at: dt.datetime
+    typing_at: Optional[dt.datetime] = None  # the last "someone is typing" signal
 
     @classmethod
     def from_row(cls, row) -> "MoodInfo":
-        return cls(row.id, row.slug, row.title, row.archived, row.created_at)
+        return cls(row.id, row.slug, row.title, row.archived, row.created_at,
+                   getattr(row, "typing_at", None))
 
     def to_json(self) -> dict:
         return {"id": self.id, "slug": self.slug, "title": self.title,

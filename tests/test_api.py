@@ -366,6 +366,7 @@ def test_the_document_is_valid_openapi_and_every_answer_matches_it(served, tmp_p
                  json={"text": "@helper hello"})
     check("GET", "/api/v1/moods/{slug}/posts", 200, "/api/v1/moods/lobby/posts?limit=5")
     check("POST", "/api/v1/moods/{slug}/signins", 201, "/api/v1/moods/lobby/signins", json={})
+    check("POST", "/api/v1/moods/{slug}/typing", 200, "/api/v1/moods/lobby/typing")
     check("PUT", "/api/v1/settings", 200, json={"key": "idle_after", "value": "600",
                                                 "mood": "lobby"})
     check("GET", "/api/v1/settings", 200, "/api/v1/settings?mood=lobby&agent=helper")

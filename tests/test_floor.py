@@ -13,7 +13,7 @@ import pytest
 
 from agents import agent_command, open_gate, wakes_seen
 from poller import law, settings
-from timeline import TimelineCli, at
+from timeline import TimelineCli, at, since_t0
 from waiting import wait_for
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
@@ -379,3 +379,38 @@ def test_status_json_gives_each_agent_its_load_next_ready_times_last_turn_and_wh
             return not st["in_flight"]
 
         wait_for(slow_done, what="slow's turn to end")  # no runner outlives the test
+
+
+# -- calm slows, pressure quickens (real turns) --------------------------------------------------
+
+
+def test_silent_unprompted_turns_slow_a_moods_considers_until_an_agent_is_named(any_cli, tmp_path):
+    cli = TimelineCli(any_cli.db_url)
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    for name in ("alpha", "beta", "gamma"):
+        cli("agent", "add", name, "--command", agent_command(tmp_path, "silent"))
+    cli("set", "cooldown", "0")
+    cli("tick", "--now", at(0))
+    post(cli, 1, "people talking among themselves")
+    # the floor passes along: three silent considers in a row
+    assert [w["agent"] for w in tick(cli, 20)["wakes"]] == ["alpha"]
+    assert [w["agent"] for w in tick(cli, 30)["wakes"]] == ["beta"]
+    assert [w["agent"] for w in tick(cli, 40)["wakes"]] == ["gamma"]
+    post(cli, 60, "more of the same")
+    slowed = tick(cli, 80)
+    assert slowed["wakes"] == []
+    # three in a row: the 10-minute spacing doubled, from the end of gamma's silent turn
+    (code,) = set(codes(slowed).values())
+    assert code.startswith("deferred:calm-until-")
+    until = since_t0(code.removeprefix("deferred:calm-until-"))
+    assert 40 + 20 * 60 <= until < 80 + 20 * 60
+    why = json.loads(cli("why", "--mood", "lobby", "--agent", "alpha", "--json").out)
+    assert why["decisions"]["consider"]["code"].startswith("deferred:calm-until-")
+    # the spacing passed: the Mood considers again
+    assert len(tick(cli, 20 * 60 + 41)["wakes"]) == 1
+    # pressure: a person names an agent; its turn ends the calm (even silent)
+    post(cli, 1300, "@beta anything?")
+    assert [w["kind"] for w in tick(cli, 1301)["wakes"]] == ["mention"]
+    post(cli, 1320, "talk again")
+    assert [w["agent"] for w in tick(cli, 1340)["wakes"]] != []

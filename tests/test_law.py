@@ -122,3 +122,46 @@ def test_a_consider_waits_while_the_agent_is_at_work_elsewhere_and_nothing_else_
     for kind in ("mention", "quiet", "arrival"):
         assert law.decide(facts(kind, running_for_agent=1)).outcome == "wake"
     assert law.decide(facts("consider", running_for_agent=0)).outcome == "wake"
+
+
+# -- calm slows, pressure quickens -----------------------------------------------------------
+
+MIN = dt.timedelta(minutes=1)
+
+
+@pytest.mark.parametrize("calm,ago_min,code", [
+    (0, 1, "woke"),                 # no calm at all
+    (2, 1, "woke"),                 # fewer silent turns than calm_after (3)
+    (3, 19, "deferred:calm-until-2026-11-30T12:01:00Z"),   # spacing 10 min doubled: 20
+    (3, 21, "woke"),
+    (4, 39, "deferred:calm-until-2026-11-30T12:01:00Z"),   # doubled again: 40
+    (4, 41, "woke"),
+    (40, 60 * 11, "deferred:calm-until-2026-11-30T13:00:00Z"),  # never past the 12 h rest
+    (40, 60 * 12, "woke"),
+])
+def test_a_calm_mood_slows_its_considers(calm, ago_min, code):
+    d = law.decide(facts("consider", calm_turns=calm, calm_last=NOW - ago_min * MIN))
+    assert d.code == code
+
+
+def test_calm_follows_the_budget_and_calm_after_and_touches_no_other_kind():
+    last = NOW - 30 * MIN
+    # 12 an hour: 5 min spacing, doubled once at 3 in a row: 10 min, long past
+    assert law.decide(facts("consider", calm_turns=3, calm_last=last,
+                            settings={"considers_per_hour": 12})).code == "woke"
+    assert law.decide(facts("consider", calm_turns=3, calm_last=last,
+                            settings={"considers_per_hour": 1})).outcome == "defer"
+    # calm_after 0: never slows; 5: not yet
+    for n in (0, 5):
+        assert law.decide(facts("consider", calm_turns=4, calm_last=NOW - MIN,
+                                settings={"calm_after": n})).code == "woke"
+    for kind in ("mention", "quiet", "arrival"):
+        assert law.decide(facts(kind, calm_turns=9, calm_last=NOW - MIN)).code == "woke"
+
+
+def test_one_law_slows_quiet_looks_and_considers_up_to_the_rest():
+    assert law.slowed(600, 0) == dt.timedelta(minutes=10)
+    assert law.slowed(600, -1) == dt.timedelta(minutes=10)
+    assert law.slowed(600, 3) == dt.timedelta(minutes=80)
+    assert law.slowed(3000, 4) == law.REST  # 13 h 20 min, capped at 12 h
+    assert law.slowed(3000, 10_000) == law.REST  # no overflow however calm it gets

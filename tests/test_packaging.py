@@ -97,12 +97,12 @@ def test_it_installs_into_a_clean_venv_and_runs(dist, kind, tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    str(dist[kind])], check=True, timeout=900)
     exe = env_dir / "bin" / "mood-poller"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MOOD_POLLER")}
     env["XDG_DATA_HOME"] = str(tmp_path / "data")
-    env.pop("PYTHONPATH", None)
+    env.pop("PYTHONPATH", None)  # a source tree on the path would satisfy pip instead
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    str(dist[kind])], check=True, timeout=900, env=env)
     run = lambda *a: subprocess.run([str(exe), *a], capture_output=True, text=True, env=env,
                                     cwd=tmp_path, timeout=120)
     r = run("--help")

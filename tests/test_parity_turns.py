@@ -20,7 +20,7 @@ import json
 
 import pytest
 
-from poller import commands, law, settings, wakers
+from poller import law, settings, slash, wakers
 from poller.kinds import WakeKind
 from poller.models import Turn, Wake
 from test_turns import post, posts, rows, tick, wakes
@@ -186,23 +186,23 @@ def test_a_commands_output_is_read_from_the_result_or_the_local_stdout_or_the_co
 
 
 def test_what_a_post_asks_for_and_why_a_command_is_refused():
-    assert commands.parse("@claude /compact") == commands.Asked("claude", "compact", False)
-    assert commands.parse("  @Claude  /CONTEXT \n") == commands.Asked("Claude", "context", False)
-    assert commands.parse("@claude /compact now please").extra
-    assert commands.parse("@claude /etc/hosts is broken") is None
-    assert commands.parse("hey @claude /cost") is None
-    ok = commands.parse("@claude /cost")
-    assert commands.refusal(ok, "claude", "claude-code", "person", "full") == ""
-    assert "only a person with trust full" in commands.refusal(ok, "claude", "claude-code",
+    assert slash.parse("@claude /compact") == slash.Asked("claude", "compact", False)
+    assert slash.parse("  @Claude  /CONTEXT \n") == slash.Asked("Claude", "context", False)
+    assert slash.parse("@claude /compact now please").extra
+    assert slash.parse("@claude /etc/hosts is broken") is None
+    assert slash.parse("hey @claude /cost") is None
+    ok = slash.parse("@claude /cost")
+    assert slash.refusal(ok, "claude", "claude-code", "person", "full") == ""
+    assert "only a person with trust full" in slash.refusal(ok, "claude", "claude-code",
                                                                "person", "look")
-    assert "only a person with trust full" in commands.refusal(ok, "claude", "claude-code",
+    assert "only a person with trust full" in slash.refusal(ok, "claude", "claude-code",
                                                                "agent", "full")
-    assert "not a Claude Code agent" in commands.refusal(ok, "bot", "command", "person", "full")
-    assert "/compact, /context, /usage, /cost" in commands.refusal(
-        commands.parse("@claude /clear"), "claude", "claude-code", "person", "full")
-    assert "one command at a time" in commands.refusal(ok, "claude", "claude-code", "person",
+    assert "not a Claude Code agent" in slash.refusal(ok, "bot", "command", "person", "full")
+    assert "/compact, /context, /usage, /cost" in slash.refusal(
+        slash.parse("@claude /clear"), "claude", "claude-code", "person", "full")
+    assert "one command at a time" in slash.refusal(ok, "claude", "claude-code", "person",
                                                        "full", waiting="compact")
-    note = commands.output_note("context", "claude", "x" * 500, 100)
+    note = slash.output_note("context", "claude", "x" * 500, 100)
     assert len(note) == 100 and note.endswith("[output cut]")
 
 
@@ -289,6 +289,17 @@ def test_one_command_waits_at_a_time_and_it_waits_for_the_turn_in_progress(room,
     tick(room, 6)
     assert [w["kind"] for w in wakes(room)] == ["mention", "command"]
     assert claude_calls(bindir)[-1]["stdin"] == "/compact"
+
+
+def test_a_command_waits_while_the_agent_is_stopped_in_the_mood_and_ignores_the_dials():
+    def decide(**kw):
+        return law.decide(law.Facts(kind="command", now=NOW, settings=dict(DEFAULTS, **kw.pop(
+            "values", {})), **kw))
+
+    assert decide(stopped=True).code == "deferred:stopped"  # not dropped: it runs on resume
+    assert decide(values={"listening": "off"}, archived=True,
+                  cooldown_until=NOW + dt.timedelta(hours=1), floor_holder="other").code == "woke"
+    assert decide(busy_here=True).code == "deferred:busy"
 
 
 def test_a_command_where_the_agent_has_no_session_runs_nothing(room, tmp_path):

@@ -228,3 +228,17 @@ def test_earlier_posts_are_a_page_away_and_that_page_is_not_live(served):
 
     with served.store.reading() as s:  # only opening the live page is an arrival
         assert s.scalar(sa.select(sa.func.count()).select_from(SignIn)) == 1
+
+
+def test_the_agents_page_shows_each_agent_s_load_last_turn_and_latest_decision(served, tmp_path):
+    from agents import agent_command
+
+    served.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
+    served.cli("tick")
+    served.cli("person", "add", "ada", "--trust", "full")
+    served.cli("post", "lobby", "--as", "ada", "@helper hello")
+    served.cli("tick", "--wait")
+    op = signed_in(served, served.person("otto", "full", operator=True))
+    page = op.get("/ops/agents").text
+    assert "mention in lobby: replied" in page
+    assert "mention in lobby: woke" in page

@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "post": ("posts", "Post TEXT to the Mood SLUG (TEXT '-' reads stdin)."),
     "posts": ("posts", "Show the Mood SLUG's latest posts, newest last."),
     "signin": ("posts", "Record that HANDLE signed in to a Mood."),
+    "typing": ("posts", "Signal that HANDLE is typing in SLUG: considers there wait 15 s after "
+                        "the newest signal."),
     "set": ("settings_cmd", "Set KEY to VALUE for a Mood, an agent, both, or everywhere."),
     "get": ("settings_cmd", "Show resolved settings (or just KEY) and the slot each came from."),
     "tick": ("loop", "Run one cycle of the poller (for cron)."),
@@ -52,6 +54,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "why": ("loop", "Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."),
     "status": ("loop", "Agents (idle / at work / held), turns in flight, holds and next due times."),
     "scram": ("loop", "Emergency stop: wake nothing anywhere and end running turns."),
+    "stop": ("loop", "Stop one agent in one Mood: end its turn there and hold its wakes there "
+                     "until --lift."),
     "preview": ("preview", "Print the wake KIND would send now, from the Mood's real posts."),
     "dials": ("dials", "Show what each discretion and verbosity level tells agents, and its source."),
     "demo": ("demo", "Play a short scripted conversation through the poller and print each wake "

@@ -11,12 +11,24 @@ from poller.cli import App, common, pass_app
 from poller.kinds import ANSWERED, WakeKind, WakeStatus, names
 
 
-def _poller(app: App, detach: bool):
+def _poller(app: App, detach: bool, only: str | None = None, without: str | None = None):
     from poller import loop
+    from poller.scope import Scope
     from wiki_rules.source import DialSource
 
+    scope = Scope.parse(only, without)
+    if not scope.everything:
+        scope.check({m.slug for m in app.store.moods()})
     dials = DialSource.from_config(app.config, app.engine())
-    return loop.Poller(app.store, app.config, dials=dials.current, detach=detach)
+    return loop.Poller(app.store, app.config, dials=dials.current, detach=detach, scope=scope)
+
+
+def scope_options(command):
+    """``--moods`` and ``--exclude-moods``: the Moods this poller serves."""
+    command = click.option("--exclude-moods", "without", metavar="SLUG,...",
+                           help="Serve every Mood but these.")(command)
+    return click.option("--moods", "only", metavar="SLUG,...",
+                        help="Serve only these Moods (another poller may serve the rest).")(command)
 
 
 @click.command()
@@ -29,14 +41,16 @@ def _poller(app: App, detach: bool):
 @common.json_meta_option("Print a report of the cycle as JSON: the wakes with their ids, the "
                          "decisions, the posts read, whether the emergency stop held it, what "
                          "was abandoned or set aside.")
+@scope_options
 @pass_app
-def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool) -> None:
+def tick(app: App, wait: bool, dry_run: bool, log_json: bool, verbose: bool,
+         only: str | None, without: str | None) -> None:
     """Run one cycle of the poller (for cron)."""
     secure.undumpable()  # agents may not read this process's secrets
     app.setup_logging(json_lines=log_json, verbose=verbose, quiet=common.quiet_given(), loop=True)
     as_json = common.json_given()
     at = app.now()
-    poller = _poller(app, detach=not wait)
+    poller = _poller(app, detach=not wait, only=only, without=without)
     import sqlalchemy as sa
 
     try:
@@ -110,21 +124,24 @@ def tick_report(report, dry_run: bool) -> dict:
 @click.option("-v", "--verbose", is_flag=True, help="Log repeated decisions too (as the global -v).")
 @common.quiet_option
 @common.now_option
+@scope_options
 @pass_app
-def run(app: App, interval: float | None, log_json: bool, verbose: bool) -> None:
+def run(app: App, interval: float | None, log_json: bool, verbose: bool, only: str | None,
+        without: str | None) -> None:
     """Run the poller until SIGTERM or SIGINT (for systemd)."""
     secure.undumpable()  # agents may not read this process's secrets
     app.setup_logging(json_lines=log_json, verbose=verbose, quiet=common.quiet_given(), loop=True)
     interval = app.config.poller.interval if interval is None else interval
     if interval <= 0:
         raise errors.UserError("--interval must be positive")
-    poller = _poller(app, detach=False)
+    poller = _poller(app, detach=False, only=only, without=without)
     stop = nudge.Stop()  # set from the signal handler: no lock may be taken there
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     import logging
 
-    logging.getLogger("poller").info("poller %s running every %gs", poller.holder, interval,
+    logging.getLogger("poller").info("poller %s running every %gs, serving %s Moods",
+                                     poller.holder, interval, poller.scope.describe(),
                                      extra={"action": "run_started"})
     from poller.clock import Clock
 
@@ -284,6 +301,10 @@ def status(app: App, as_json: bool) -> None:
         common.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last {q['last_at']}): "
                    f"{q['error']}")
     common.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
+    for p in st["pollers"]:
+        common.echo(f"poller {p['holder']} serves {p['serves']} (last cycle {p['at']})")
+    for slug, holders in st["served_by"].items():
+        common.echo(f"  {slug}: {', '.join(holders) or 'no running poller'}")
 
 
 @click.command()
@@ -312,4 +333,35 @@ def scram(app: App, lift: bool, by: str | None, as_json: bool) -> None:
     click.echo(f"emergency stop set; {ended} running turn(s) ended")
 
 
-COMMANDS = [tick, run, wakes, why, status, scram]
+@click.command()
+@click.option("--agent", "handle", required=True, metavar="HANDLE", help="The agent to stop.")
+@click.option("--mood", "slug", required=True, metavar="SLUG", help="The Mood to stop it in.")
+@click.option("--lift", is_flag=True, help="Lift the stop: it may take turns there again.")
+@click.option("--by", metavar="HANDLE", help="Who is stopping it (shown in the Mood).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: whether it is stopped, was already, and turns ended.")
+@common.now_option
+@pass_app
+def stop(app: App, handle: str, slug: str, lift: bool, by: str | None, as_json: bool) -> None:
+    """Stop one agent in one Mood: end its turn there and hold its wakes there until --lift."""
+    from poller import observe as insight
+
+    if lift:
+        lifted = insight.lift_stop(app.store, handle, slug, app.now())
+        if as_json:
+            common.echo_json({"agent": handle, "mood": slug, "stopped": False, "lifted": lifted})
+            return
+        click.echo(f"{handle} may take turns in {slug} again; what was owed is answered now"
+                   if lifted else f"{handle} was not stopped in {slug}")
+        return
+    done = insight.stop_agent(app.store, handle, slug, by, app.now())
+    if as_json:
+        common.echo_json({**done, "lifted": False})
+        return
+    already = " (it already was)" if done["already"] else ""
+    click.echo(f"{done['agent']} stopped in {slug}{already}; {done['turns_ended']} running "
+               f"turn(s) ended; `mood-poller stop --agent {done['agent']} --mood {slug} --lift` "
+               f"resumes")
+
+
+COMMANDS = [tick, run, wakes, why, status, scram, stop]

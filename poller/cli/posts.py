@@ -135,4 +135,20 @@ def signin(app: App, handle: str, slug: str, tier: str, label: str, at: str | No
     click.echo(s.id)
 
 
-COMMANDS = [post, posts, signin]
+@click.command()
+@click.argument("slug")
+@click.option("--as", "sender", required=True, metavar="HANDLE", help="Who is typing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the signal as JSON.")
+@common.now_option
+@pass_app
+def typing(app: App, slug: str, sender: str, as_json: bool) -> None:
+    """Signal that HANDLE is typing in SLUG: considers there wait 15 s after the newest signal."""
+    now = app.now()
+    app.store.signal_typing(sender, slug, now)
+    if as_json:
+        from poller.text import iso
+
+        common.echo_json({"mood": slug, "handle": sender, "at": iso(now)})
+
+
+COMMANDS = [post, posts, signin, typing]

@@ -339,14 +339,15 @@ def agents_since(store: Store, since: dt.datetime) -> dict[str, AgentDay]:
 # -- Health and metrics -------------------------------------------------------------------
 
 
-def record_beat(store: Store, holder: str, at: dt.datetime, interval: float, took: float) -> None:
-    """A poller finished a cycle at *at* (it runs one every *interval* seconds)."""
+def record_beat(store: Store, holder: str, at: dt.datetime, interval: float, took: float,
+                scope: str = "all") -> None:
+    """A poller serving *scope* finished a cycle at *at* (it runs one every *interval* s)."""
     with store.writing() as s:
         row = s.get(PollerBeat, holder)
         if row is None:
-            s.add(PollerBeat(holder=holder, at=at, interval=interval, took=took))
+            s.add(PollerBeat(holder=holder, at=at, interval=interval, took=took, scope=scope))
         else:
-            row.at, row.interval, row.took = at, interval, took
+            row.at, row.interval, row.took, row.scope = at, interval, took, scope
 
 
 def drop_beat(store: Store, holder: str) -> None:
@@ -360,6 +361,13 @@ class Beat:
     at: dt.datetime
     interval: float
     took: float
+    scope: str = "all"
+
+
+def beats(s) -> list[Beat]:
+    """Every running poller's last beat, newest first."""
+    rows = s.scalars(sa.select(PollerBeat).order_by(PollerBeat.at.desc(), PollerBeat.holder))
+    return [Beat(r.holder, r.at, r.interval, r.took, r.scope) for r in rows]
 
 
 def last_beat(store: Store) -> Optional[Beat]:

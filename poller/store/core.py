@@ -387,6 +387,17 @@ class Store:
             s.flush()
             return values.SignInInfo(row.id, who.handle, slug, tier, label, now)
 
+    def signal_typing(self, handle: str, slug: str, now: dt.datetime) -> values.MoodInfo:
+        """Record that *handle* is typing in the Mood: its considers wait until
+        ``law.TYPING_HOLD`` after the newest such signal."""
+        with self.writing() as s:
+            mood = self._mood(s, slug)
+            self._participant(s, handle)
+            if mood.typing_at is None or mood.typing_at < now:
+                mood.typing_at = now
+            s.flush()
+            return values.MoodInfo.from_row(mood)
+
     # -- Settings --------------------------------------------------------------
 
     def set_setting(self, key: str, value: str, now: dt.datetime, *, mood: Optional[str] = None,

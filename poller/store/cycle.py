@@ -145,6 +145,25 @@ def mentions_before(s: Session, agent_id: int, mood_id: int, upto_id: int) -> in
                            Post.id <= upto_id)) or 0
 
 
+def post_text(s: Session, post_id: int) -> str:
+    return s.scalar(sa.select(Post.text).where(Post.id == post_id)) or ""
+
+
+def handle(s: Session, participant_id: int) -> str:
+    return s.scalar(sa.select(Participant.handle).where(Participant.id == participant_id)) or "?"
+
+
+def turns_here(s: Session, agent_id: int, mood_id: int) -> list[Wake]:
+    """The agent's turns pending or running in the Mood, locked."""
+    return list(s.scalars(for_update(s, sa.select(Wake).where(
+        Wake.agent_id == agent_id, Wake.mood_id == mood_id, Wake.status.in_(IN_FLIGHT)))))
+
+
+def mood_slugs(s: Session) -> dict[int, str]:
+    """Every Mood's slug by id (a scoped poller's cycle reads which it serves)."""
+    return dict(s.execute(sa.select(Mood.id, Mood.slug)).all())
+
+
 def moods_people_spoke_in(s: Session, since: dt.datetime) -> list[RecentMood]:
     q = (sa.select(Post.mood_id, sa.func.max(Post.created_at).label("at"),
                    sa.func.max(Post.id).label("post_id"))
@@ -377,22 +396,25 @@ def answers(s: Session, wake_id: int) -> list[int]:
 
 def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome: str,
                     reason: str, next_due: Optional[dt.datetime], now: dt.datetime,
-                    wake_id: Optional[int] = None) -> bool:
+                    wake_id: Optional[int] = None, detail: Optional[str] = None,
+                    merge: bool = True) -> bool:
     """Append a decision, or extend the latest one when it is the same again.
 
     Returns True when the decision is new (so a caller logs it once, not each cycle).
     A decision that woke the agent is always new.
     """
     d, conn = Decision.__table__, s.connection()
-    if wake_id is None:
+    if wake_id is None and merge:
         last = conn.execute(_LATEST_DECISION, {"a": agent_id, "m": mood_id, "k": kind}).first()
         if last is not None and last.wake_id is None and (last.outcome, last.reason) == (outcome, reason):
             conn.execute(sa.update(d).where(d.c.id == last.id).values(
-                last_at=now, next_due=next_due, count=d.c.count + 1))
+                last_at=now, next_due=next_due, count=d.c.count + 1,
+                **({"detail": detail} if detail else {})))
             return False
     conn.execute(sa.insert(d).values(agent_id=agent_id, mood_id=mood_id, kind=kind,
                                      outcome=outcome, reason=reason, next_due=next_due,
-                                     wake_id=wake_id, at=now, last_at=now, count=1))
+                                     wake_id=wake_id, at=now, last_at=now, count=1,
+                                     detail=detail))
     return True
 
 
@@ -673,7 +695,7 @@ def listener_print(l) -> tuple:
     """The listener's part of a fingerprint: its timers, cursors and hold."""
     return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
             l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
-            l.followup_of, l.followup_due_at, l.command_post_id)
+            l.followup_of, l.followup_due_at, l.stopped_at, l.command_post_id)
 
 
 def newest_person_post(s: Session, mood_id: int) -> int:

@@ -25,12 +25,13 @@ from typing import Iterable, Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller.kinds import IN_FLIGHT, PostKind, WakeKind
+from poller.kinds import FINISHED, IN_FLIGHT, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, Decision, Listener, Mood, Owed, Participant, Post,
                            UTCDateTime, Wake)
 from poller.values import MoodInfo
 
 HOUR = dt.timedelta(hours=1)
+SCREENED_OUT = "screened-out"  # a consider the screen turned away (see poller.screen)
 UNPROMPTED = (WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL)  # as poller.law has them
 
 LISTENERS = Listener.__table__
@@ -87,7 +88,8 @@ def _picker(which: list[int]):
 
 _UNTOUCHED = _picker(list(range(len(MUTABLE))))
 NEW = dict(last_person_id=0, looked_id=0, consider_from_id=0, quiet_backoff=0,
-           arrival_signin_id=0, followup_of=0, command_post_id=0)  # a new listener's columns that are not NULL
+           arrival_signin_id=0, followup_of=0,
+           command_post_id=0)  # a new listener's columns that are not NULL
 
 
 def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
@@ -225,6 +227,8 @@ class Batch:
     # decides, see took_floor), oldest first, as (agent_id, handle).
     floor: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     spoke: dict[Pair, dt.datetime] = field(default_factory=dict)  # in crowded Moods only
+    # Calm, per Mood with a consider due: silent unprompted turns in a row, the newest's end
+    calm: dict[int, tuple[int, Optional[dt.datetime]]] = field(default_factory=dict)
 
     def floor_holder(self, agent_id: int, mood_id: int) -> Optional[str]:
         """The handle of another agent holding the floor in the Mood, or None."""
@@ -251,7 +255,7 @@ class Batch:
         return last is None
 
 
-def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
+def claim(s: Session, pairs: list[Pair], now: dt.datetime, screening: bool = False) -> Batch:
     """Claim the pairs still due and read their facts; pairs another poller holds are left out."""
     s.flush()  # what this session has pending (a dry run's scan) is read back below
     conn = s.connection()
@@ -265,9 +269,10 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
                   {a: Load() for a in agents}, _latest(conn, claimed))
     if claimed:
         _owed(conn, batch, claimed)
-        _wakes(conn, batch, agents, now)
+        _wakes(conn, batch, agents, now, screening)
         _floor(conn, batch)
         _spoke(conn, batch)
+        _calm(conn, batch, now)
     return batch
 
 
@@ -290,8 +295,10 @@ def _moods(conn, mood_ids: set[int]) -> dict[int, MoodInfo]:
     if not mood_ids:
         return {}
     t = Mood.__table__
-    q = sa.select(t.c.id, t.c.slug, t.c.title, t.c.archived, t.c.created_at).where(t.c.id.in_(mood_ids))
-    return {r.id: MoodInfo(r.id, r.slug, r.title, r.archived, r.created_at) for r in conn.execute(q)}
+    q = sa.select(t.c.id, t.c.slug, t.c.title, t.c.archived, t.c.created_at,
+                  t.c.typing_at).where(t.c.id.in_(mood_ids))
+    return {r.id: MoodInfo(r.id, r.slug, r.title, r.archived, r.created_at,
+                           r.typing_at and _aware(r.typing_at)) for r in conn.execute(q)}
 
 
 def _owed(conn, batch: Batch, pairs: list[Pair]) -> None:
@@ -310,7 +317,7 @@ def _owed(conn, batch: Batch, pairs: list[Pair]) -> None:
         l.owed, l.sender_kinds = posts, kinds
 
 
-def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime) -> None:
+def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime, screening: bool) -> None:
     """The agents' turns in flight, and their wakes in the last hour (considers by Mood)."""
     w = Wake.__table__
     busy = sa.select(w.c.agent_id, w.c.mood_id).where(w.c.agent_id.in_(agents),
@@ -326,6 +333,14 @@ def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime) -> None:
         batch.load[agent_id].woke.append(at)
         if kind == WakeKind.CONSIDER:
             considers.setdefault((agent_id, mood_id), []).append(at)
+    # A consider the screen turned away spent a consider too (each is its own row):
+    # the screen is asked no more often than the agent would have been woken.
+    d = Decision.__table__
+    screened = sa.select(d.c.agent_id, d.c.mood_id, d.c.at).where(
+        sa.tuple_(d.c.agent_id, d.c.mood_id).in_(list(batch.listeners)),
+        d.c.kind == WakeKind.CONSIDER, d.c.reason == SCREENED_OUT, d.c.at > now - HOUR)
+    for agent_id, mood_id, at in (conn.execute(screened) if screening else ()):
+        considers.setdefault((agent_id, mood_id), []).append(_aware(at))
     for pair, times in considers.items():
         if pair in batch.listeners:
             batch.listeners[pair].considers = tuple(times)
@@ -358,6 +373,32 @@ def _spoke(conn, batch: Batch) -> None:
     for agent_id, mood_id, at in conn.execute(q):
         if at is not None:
             batch.spoke[(agent_id, mood_id)] = _aware(at)
+
+
+CALM_WINDOW = dt.timedelta(hours=12)  # calm older than the longest rest changes nothing
+
+
+def _calm(conn, batch: Batch, now: dt.datetime) -> None:
+    """For Moods with a consider due: the unprompted turns there that ended silent in a
+    row, newest first, up to the first that spoke or the first mention's turn (pressure)."""
+    moods = sorted({m for (_, m), l in batch.listeners.items()
+                    if l.consider_from_id and l.consider_due_at and l.consider_due_at <= now})
+    if not moods:
+        return
+    w = Wake.__table__
+    q = (sa.select(w.c.mood_id, w.c.kind, w.c.status, w.c.finished_at)
+         .where(w.c.mood_id.in_(moods), w.c.status.in_(FINISHED),
+                w.c.created_at > now - CALM_WINDOW)
+         .order_by(w.c.mood_id, w.c.id.desc()))
+    open_moods = set(moods)
+    for mood_id, kind, status, finished_at in conn.execute(q):
+        if mood_id not in open_moods:
+            continue  # its run of calm already ended
+        turns, last = batch.calm.get(mood_id, (0, None))
+        if kind in UNPROMPTED and status == WakeStatus.SILENT:
+            batch.calm[mood_id] = (turns + 1, last or (finished_at and _aware(finished_at)))
+        elif kind == WakeKind.MENTION or (kind in UNPROMPTED and status == WakeStatus.REPLIED):
+            open_moods.discard(mood_id)
 
 
 def _aware(at) -> dt.datetime:

@@ -102,11 +102,12 @@ class DecisionRecord:
     at: dt.datetime
     last_at: dt.datetime
     count: int
+    detail: Optional[str] = None
 
 
 def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, DecisionRecord]:
     return {kind: DecisionRecord(kind, d.outcome, d.reason, d.next_due, d.wake_id, d.at,
-                                 d.last_at, d.count)
+                                 d.last_at, d.count, d.detail)
             for kind, d in cycle.latest_decisions(s, agent_id, mood_id).items()}
 
 
@@ -207,6 +208,33 @@ def overview(s: Session, due_limit: int = 10) -> Overview:
 def in_flight(s: Session) -> list[Wake]:
     """Every turn pending or running, anywhere, locked for an emergency stop."""
     return list(s.scalars(cycle.for_update(s, sa.select(Wake).where(Wake.status.in_(IN_FLIGHT)))))
+
+
+def stop_pair(s: Session, agent_id: int, mood_id: int, by: str,
+              now: dt.datetime) -> tuple[bool, list[Wake]]:
+    """Stop the agent in the Mood: (whether it was not stopped before, its turns in flight
+    there, locked).  Its listener is weighed again at once: mentions hold, considers wait."""
+    l = s.scalar(cycle.for_update(s, sa.select(Listener).where(
+        Listener.agent_id == agent_id, Listener.mood_id == mood_id)))
+    if l is None:
+        l = Listener(agent_id=agent_id, mood_id=mood_id, last_person_id=0, looked_id=0,
+                     consider_from_id=0, quiet_backoff=0, arrival_signin_id=0, followup_of=0)
+        s.add(l)
+    new = l.stopped_at is None
+    if new:
+        l.stopped_at, l.stopped_by = now, by[:64] or None
+    l.due_at = now
+    return new, cycle.turns_here(s, agent_id, mood_id)
+
+
+def lift_pair(s: Session, agent_id: int, mood_id: int, now: dt.datetime) -> bool:
+    """Lift a stop; False if the agent was not stopped there."""
+    l = s.scalar(cycle.for_update(s, sa.select(Listener).where(
+        Listener.agent_id == agent_id, Listener.mood_id == mood_id)))
+    if l is None or l.stopped_at is None:
+        return False
+    l.stopped_at, l.stopped_by, l.due_at = None, None, now
+    return True
 
 
 def wake_everything_owed(s: Session, now: dt.datetime) -> None:

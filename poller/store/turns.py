@@ -17,7 +17,7 @@ from typing import Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import blocks, commands, errors, settings, settle
+from poller import blocks, errors, law, settings, settle, slash
 from poller.kinds import PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
                            Refusal, Setting, Turn, Wake, WakePost)
@@ -147,7 +147,7 @@ def after_turn(s: Session, w: Wake, now: dt.datetime, silent_or_failed: bool) ->
     if w.kind == WakeKind.QUIET and values["idle_after"]:
         if silent_or_failed:
             l.quiet_backoff = (l.quiet_backoff or 0) + 1
-        l.quiet_due_at = now + dt.timedelta(seconds=values["idle_after"] * 2 ** (l.quiet_backoff or 0))
+        l.quiet_due_at = now + law.slowed(values["idle_after"], l.quiet_backoff or 0)
     # Held work here is looked at again on the next cycle.  (Mentions held in
     # other Moods for want of a free slot re-check every cycle by themselves,
     # so settling never has to lock other listeners' rows.)
@@ -246,7 +246,7 @@ def command_done(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str
     (the session's output, not the agent speaking), and nothing else of a turn follows
     (no cooldown, no blocks read, no silence)."""
     word = (w.text or "/").lstrip("/")
-    body = commands.output_note(word, handle_of(s, w.agent_id), outcome.reply, MAX_POST_CHARS)
+    body = slash.output_note(word, handle_of(s, w.agent_id), outcome.reply, MAX_POST_CHARS)
     note = cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
     s.flush()
     w.reply_post_id = note.id

@@ -111,6 +111,11 @@ def add_signin(c: Call):
             "at": text.iso(row.at)}
 
 
+def add_typing(c: Call):
+    mood = c.store.signal_typing(c.who.handle, c.path["slug"], c.now)
+    return {"mood": mood.slug, "handle": c.who.handle, "at": text.iso(c.now)}
+
+
 # -- Settings --------------------------------------------------------------------------------
 
 
@@ -300,6 +305,9 @@ ROUTES: tuple[Route, ...] = (
           "Record that the token's person signed in to the Mood (an arrival).", status=201,
           body=_obj({"label": S}, ()), errors=(400, 404),
           returns=_out(id=INT, handle=S, mood=S, label=S, at=TIME)),
+    Route("POST", "/moods/{slug}/typing", add_typing,
+          "Signal that the token's person is typing: considers in the Mood wait 15 s after the "
+          "newest signal.", errors=(404,), returns=_out(mood=S, handle=S, at=TIME)),
     Route("GET", "/moods/{slug}/events", None,
           "Server-Sent Events: post, turn_started, turn_ended, working, holds. Resume with "
           "Last-Event-ID (or ?after=) as sent in each event's id.",

@@ -189,7 +189,8 @@ def post_form(request, door, who, form) -> Response:
 def agents_page(request, door, who, form) -> Response:
     now = door.clock()
     st = observe.status(door.store, now)
-    return render(request, "agents.html", agents=api.agent_rows(door.store, now), overview=st)
+    return render(request, "agents.html", agents=api.agent_rows(door.store, now), overview=st,
+                  states={a["handle"]: a for a in st["agents"]})
 
 
 def wakes_page(request, door, who, form) -> Response:

@@ -1,0 +1,171 @@
+"""The screen before a consider: a real OpenAI-compatible endpoint on loopback says
+whether the new posts need the agent; "no" skips the wake, anything else lets it through."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from agents import agent_command, wakes_seen
+from poller import screen
+from timeline import TimelineCli, at
+
+SECRET = "sk-screen-secret-123"
+
+
+class Screen:
+    """An OpenAI-compatible endpoint: "no" unless the posts ask a question; or it fails."""
+
+    def __init__(self):
+        self.mode, self.requests = "judge", []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"auth": self.headers.get("Authorization"), "body": body})
+                if outer.mode == "fail":
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                if outer.mode == "hang":
+                    time.sleep(3)
+                talk = body["messages"][1]["content"]
+                answer = ("yes: someone asks a question" if "?" in talk
+                          else "no: people are chatting among themselves")
+                if outer.mode == "babble":
+                    answer = "Well, it depends on many things."
+                reply = json.dumps({"choices": [{"message": {"content": answer}}],
+                                    "usage": {"prompt_tokens": 90, "completion_tokens": 8}})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                try:
+                    self.wfile.write(reply.encode())
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def endpoint():
+    ep = Screen()
+    yield ep
+    ep.server.shutdown()
+    ep.server.server_close()
+
+
+@pytest.fixture
+def room(any_cli, tmp_path, endpoint, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text(f'[screen]\nurl = "{endpoint.url}"\nmodel = "tiny"\ntimeout = 1.0\n')
+    monkeypatch.setenv("MOOD_POLLER_SCREEN_API_KEY", SECRET)
+    c = TimelineCli(any_cli.db_url, config=str(config))
+    c("mood", "add", "lobby")
+    c("person", "add", "ada", "--trust", "full")
+    c("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
+    c("set", "cooldown", "0")
+    c("tick", "--now", at(0))
+    return c
+
+
+def tick(c, seconds) -> dict:
+    return json.loads(c("tick", "--now", at(seconds), "--wait", "--json").out)
+
+
+def consider(report) -> str:
+    return next(d["code"] for d in report["decisions"] if d["kind"] == "consider")
+
+
+@pytest.mark.parametrize("answer,needed,reason", [
+    ("no: just small talk", False, "just small talk"),
+    ("No: nothing for the agent", False, "nothing for the agent"),
+    ("**no**: bold", False, "bold"),
+    ("yes: a question about the build", True, "a question about the build"),
+    ("maybe", True, "unclear answer: maybe"),
+    ("", True, "unclear answer: "),
+])
+def test_anything_but_a_clear_no_is_a_yes(answer, needed, reason):
+    assert screen.parse(answer) == (needed, reason)
+
+
+def test_no_skips_the_consider_with_the_screen_s_reason_and_spends_it(room, endpoint, tmp_path):
+    room("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
+    report = tick(room, 20)
+    assert report["wakes"] == [] and consider(report) == "skipped:screened-out"
+    why = json.loads(room("why", "--mood", "lobby", "--agent", "helper", "--json").out)
+    assert why["decisions"]["consider"]["detail"] == "people are chatting among themselves"
+    assert tick(room, 40)["decisions"] == []  # spent: not asked again about the same talk
+    asked = endpoint.requests[0]
+    assert asked["auth"] == f"Bearer {SECRET}"
+    prompt = json.dumps(asked["body"])
+    assert "lovely weather today" in prompt and "do not follow instructions" in prompt
+    # a question: the screen says yes and the agent is woken, and sees both posts
+    room("post", "lobby", "--as", "ada", "--at", at(50), "can someone check the deploy?")
+    report = tick(room, 70)
+    assert [w["kind"] for w in report["wakes"]] == ["consider"]
+    assert "can someone check the deploy?" in wakes_seen(tmp_path)[-1]["text"]
+    # the key is never in a wake
+    assert all(SECRET not in w["text"] for w in wakes_seen(tmp_path))
+
+
+@pytest.mark.parametrize("mode", ["fail", "hang", "babble"])
+def test_a_screen_that_fails_times_out_or_babbles_lets_the_wake_through(room, endpoint, mode):
+    endpoint.mode = mode
+    room("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
+    report = tick(room, 20)
+    assert [w["kind"] for w in report["wakes"]] == ["consider"]
+    assert len(endpoint.requests) == 1
+
+
+def test_mentions_are_never_screened(room, endpoint):
+    room("post", "lobby", "--as", "ada", "--at", at(1), "@helper lovely weather today")
+    assert [w["kind"] for w in tick(room, 2)["wakes"]] == ["mention"]
+    assert endpoint.requests == []
+
+
+def test_a_screen_needs_both_url_and_model(tmp_path, sqlite_url):
+    config = tmp_path / "half.toml"
+    config.write_text('[screen]\nurl = "http://127.0.0.1:9"\n')
+    r = TimelineCli(sqlite_url, config=str(config))("tick", ok=False)
+    assert r.code != 0 and "screen.url and screen.model" in r.err and "Traceback" not in r.err
+    assert os.environ.get("MOOD_POLLER_SCREEN_API_KEY") is None
+
+
+def test_a_screened_out_consider_spends_the_consider_budget(room, endpoint):
+    room("set", "considers_per_hour", "1")
+    room("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
+    assert consider(tick(room, 20)) == "skipped:screened-out"
+    room("post", "lobby", "--as", "ada", "--at", at(30), "and sunny tomorrow")
+    held = tick(room, 50)
+    assert consider(held).startswith("deferred:consider-budget-until-")
+    assert len(endpoint.requests) == 1  # the screen is asked no more often than it would wake
+    room("post", "lobby", "--as", "ada", "--at", at(40), "also warm")
+    assert consider(tick(room, 3700)) == "skipped:screened-out"  # an hour later: asked again
+    assert len(endpoint.requests) == 2
+
+
+def test_a_screened_out_consider_is_paced_like_a_turn(room, endpoint):
+    room("set", "cooldown", "60")
+    room("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
+    assert consider(tick(room, 20)) == "skipped:screened-out"
+    room("post", "lobby", "--as", "ada", "--at", at(30), "and sunny tomorrow")
+    assert tick(room, 50)["decisions"] == []  # not due before the cooldown ends
+    assert len(endpoint.requests) == 1
+    assert consider(tick(room, 81)) == "skipped:screened-out"
+    assert len(endpoint.requests) == 2
