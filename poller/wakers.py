@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from poller import settle
+from poller.kinds import WakeKind
 from poller.secure import mask_text
 
 READ_LIMIT = 4 * 1024 * 1024  # bytes of stdout kept; the rest is drained and dropped
@@ -481,7 +482,6 @@ class ClaudeStream:
 LOCAL_STDOUT_RE = re.compile(r"<local-command-stdout>(.*?)</local-command-stdout>", re.DOTALL)
 # Tools whose input names a file: the progress shows that file's name, never its content.
 FILE_KEYS = ("file_path", "notebook_path")
-PROGRESS_CHARS = 200  # the width of wakes.progress
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -526,7 +526,7 @@ def _message_text(message) -> str:
     return "\n\n".join(t for t in texts if t)
 
 
-COMMAND = "command"  # poller.kinds.WakeKind.COMMAND: a person's slash command, run as it is
+COMMAND = WakeKind.COMMAND  # a person's slash command (/compact...), run as it is
 NO_SESSION = "(there is no session here yet, so nothing was run)"
 
 

@@ -7,7 +7,8 @@ import click
 from poller.cli import App, common, pass_app
 from poller.kinds import WakeKind, names
 
-KINDS = [k for k in names(WakeKind) if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND)]  # a follow-up; a command
+# Not a cut-off's follow-up, nor a person's slash command (a command is not composed).
+KINDS = [k for k in names(WakeKind) if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND)]
 
 
 @click.command()

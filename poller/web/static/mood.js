@@ -74,7 +74,8 @@
       if (names.indexOf(t.agent) < 0) names.push(t.agent);
       if (t.progress) doing.push(t.agent + ": " + t.progress);
     });
-    working.textContent = names.length ? names.join(", ") + (names.length > 1 ? " are" : " is") + " at work\u2026" + (doing.length ? " (" + doing.join("; ") + ")" : "") : "";
+    var said = names.length ? names.join(", ") + (names.length > 1 ? " are" : " is") + " at work\u2026" : "";
+    working.textContent = said && doing.length ? said + " (" + doing.join("; ") + ")" : said;
   }
 
   function showHolds(list) {
