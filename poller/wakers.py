@@ -715,7 +715,10 @@ class HttpWaker:
         except LookupError as exc:
             return Outcome("failed", error=str(exc),
                            public="the poller lacks a value for one of its request headers")
-        timeout = httpx.Timeout(turn.timeout, connect=CONNECT_TIMEOUT_S)
+        # The turn's own deadline (run) ends it; the client's read timeout only backs it
+        # up, a little later, so a slow endpoint is "timed out", never a failed request.
+        read = None if turn.timeout is None else turn.timeout + READ_GRACE_S
+        timeout = httpx.Timeout(read, connect=CONNECT_TIMEOUT_S)
         last = ""
         with httpx.Client(timeout=timeout, follow_redirects=False) as client:
             for attempt in range(CONNECT_ATTEMPTS):
@@ -733,6 +736,9 @@ class HttpWaker:
                                    public="the request to its endpoint failed after it was sent")
         return Outcome("failed", error=f"could not connect after {CONNECT_ATTEMPTS} attempts ({last})",
                        public="its endpoint could not be reached")
+
+
+READ_GRACE_S = 5.0  # the HTTP client's read timeout runs this much past the turn's
 
 
 def _read_body(resp) -> tuple[bytes, bool]:
