@@ -325,7 +325,8 @@ def put_back(saved: dict) -> None:
 
 
 def floor_days(slugs: list[str], db_url: str | None) -> bool:
-    """Three agents in every Mood, with and without the floor; True if the target is met."""
+    """Three agents in every Mood: as shipped (the floor and calm), with neither (the law
+    before both), and with calm alone; True if the target is met."""
     posts, signins = simulate_day(slugs, agents=CROWD)
     sessions, kinds = STRATEGIES[SHIPPED]
     print(f"\nthe floor: {len(slugs)} Moods, {len(CROWD)} agents in each, {len(posts):,} people's "
@@ -339,10 +340,14 @@ def floor_days(slugs: list[str], db_url: str | None) -> bool:
     try:
         no_floor = run_day(len(slugs), posts, signins, sessions, kinds, db_url, CROWD,
                            settings=uncapped)
+        law._calm = saved["calm"]  # calm alone: what each part of the law contributes
+        calm_only = run_day(len(slugs), posts, signins, sessions, kinds, db_url, CROWD,
+                            settings=uncapped)
     finally:
         put_back(saved)
     counts = {}
-    for name, day in (("without the floor", no_floor), ("with the floor", with_floor)):
+    for name, day in (("without the floor", no_floor), ("calm, no floor", calm_only),
+                      ("with the floor", with_floor)):
         unprompted = [t for k, t in day["rows"] if k in UNPROMPTED]
         counts[name] = len(unprompted)
         print(f"{name}: {len(day['rows']):,} wakes ({len(unprompted):,} unprompted), "

@@ -42,7 +42,7 @@ from wiki_rules.fallback import BUILT_IN, DialWords
 
 log = logging.getLogger(__name__)
 
-KINDS = names(WakeKind)
+KINDS = tuple(k for k in names(WakeKind) if k != WakeKind.COMMAND)  # a command is not composed
 TOOLS = names(Tools)
 
 # Shares of prompt_cap_chars the non-catch-up parts may take before they are clipped.

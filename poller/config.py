@@ -116,6 +116,10 @@ class PollerConfig:
     # names or one comma-separated string; held here as the comma-separated string.
     agent_env: str = ""
     launch: str = "auto"  # auto: in the poller, but a runner process per turn for `tick` (no --wait)
+    # US dollars per million tokens, to price the turns of agents that report no cost
+    # (command and HTTP agents): the wake's tokens in, the reply's out; 0: free.
+    usd_per_mtok_in: float = 0.0
+    usd_per_mtok_out: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,8 @@ RULES: dict[str, Rule] = {
     "poller.turn_stale": _seconds(above=0),
     "poller.agent_env": Rule(str, shape="names"),
     "poller.launch": Rule(str, choices=LAUNCHERS),
+    "poller.usd_per_mtok_in": Rule(float, min=0, max=1e6, unit="US dollars"),
+    "poller.usd_per_mtok_out": Rule(float, min=0, max=1e6, unit="US dollars"),
     "mail.host": Rule(str, shape="host"),
     "mail.port": Rule(int, min=1, max=65535),
     "mail.starttls": Rule(bool),

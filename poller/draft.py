@@ -19,7 +19,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from poller import compose, law
+from poller import compose, law, slash
 from poller.context import Context, Planned, TickReport, log_decision
 from poller.kinds import SCHEDULED, ParticipantKind, Tools, Trust, WakeKind
 from poller.models import Listener
@@ -42,6 +42,7 @@ class Draft:
     extras: reads.Extras
     fingerprint: tuple = ()
     decision: Optional[law.Decision] = None
+    command: str = ""  # a person's slash command to run as it is (/compact): nothing composed
 
 
 # Wakes of these kinds into an agent's live session carry only what is new to
@@ -122,6 +123,16 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
     return Draft(agent, mood, kind, tools, request, answers, about_id, max(shown | {since}), extras)
 
 
+def gather_command(ctx: Context, s, l: Listener, agent: AgentInfo, mood: MoodInfo,
+                   now: dt.datetime) -> Draft:
+    """A person's slash command, due to run in the agent's session here: the wake is the
+    command alone (``/compact``), never the rest of the post, and answers that post."""
+    asked = slash.parse(cycle.post_texts(s, [l.command_post_id]).get(l.command_post_id, ""))
+    word = asked.word if asked else ""
+    return Draft(agent, mood, WakeKind.COMMAND, Tools.LOOK, None, [l.command_post_id], None, 0,
+                 reads.command_extras(s, agent.id, mood.id), command=f"/{word}")
+
+
 def letter(s, agent: AgentInfo, mood: MoodInfo, values: dict) -> dict:
     """The letter and who has been here, on the agent's first turn in the Mood; else nothing."""
     if not reads.first_turn(s, agent.id, mood.id, keeps_sessions=agent.waker == "claude-code"):
@@ -153,6 +164,8 @@ def tools_for(s, kind: str, owed: list[int]) -> str:
 
 def compose_text(ctx: Context, draft: Draft) -> compose.Wake:
     """Render the wake: templates, catch-up and summary. Runs with no transaction open."""
+    if draft.command:
+        return compose.Wake(draft.command, ctx.counter.count(draft.command), 0, 0, 0, 0, "none")
     return compose.compose(draft.request, config=ctx.config.wake, counter=ctx.counter,
                            summarizer=ctx.summarizer)
 
@@ -208,6 +221,9 @@ def screen_out(ctx: Context, s, draft: Draft, reason: str, now: dt.datetime,
 def after_wake(ctx: Context, s, l: Listener, draft: Draft, now: dt.datetime) -> None:
     """The listener once the wake is recorded: what it saw, what is taken care of."""
     l.looked_id = max(l.looked_id or 0, draft.seen_id)
+    if draft.kind == WakeKind.COMMAND:
+        l.command_post_id, l.due_at = 0, None  # the turn's settling makes it due again
+        return
     l.hold_reason, l.hold_since = None, None
     if draft.kind in (WakeKind.MENTION, WakeKind.CONSIDER):
         if l.consider_from_id and l.consider_from_id <= draft.seen_id:

@@ -41,6 +41,8 @@ HOLD_WORDS = {
                "\"@agent resume\")",
     "bot-loop": ("agents have been mentioning each other with no person in between; "
                  "it will answer once a person posts"),
+    "over-budget": ("it has spent its daily budget; it will answer when the budget starts "
+                    "again at midnight in this Mood's time zone"),
 }
 
 
@@ -69,6 +71,8 @@ def due_kinds(l, owed: list[int], now: dt.datetime) -> list[str]:
         kinds.append(WakeKind.QUIET)
     if l.followup_of and l.followup_due_at and l.followup_due_at <= now:
         kinds.append(WakeKind.CUT_OFF)
+    if l.command_post_id:
+        kinds.append(WakeKind.COMMAND)
     return kinds
 
 
@@ -133,13 +137,15 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until,
                             bool(l.stopped_at))
         if decision is None:
-            base = base or base_facts(ctx, load, l, mood, resolved, values, now,
-                                      batch.floor_holder(l.agent_id, l.mood_id))
+            base = base or dict(base_facts(ctx, load, l, mood, resolved, values, now,
+                                           batch.floor_holder(l.agent_id, l.mood_id)),
+                                **budget_facts(s, l, values, now))
             decision = law.decide(law.Facts(kind=kind, **base,
                                             **kind_facts(ctx, s, kind, l, owed, now),
                                             **mood_facts(batch, kind, l)))
         if decision.outcome == Outcome.WAKE:
-            d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now)
+            d = (drafts.gather_command(ctx, s, l, agent, mood, now) if kind == WakeKind.COMMAND
+                 else drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now))
             d.fingerprint, d.decision = fingerprint(l, load, now, batch), decision
             load.planned(l.mood_id, now)  # the pairs after this one see its wake
             if kind in law.UNPROMPTED:
@@ -177,6 +183,16 @@ def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, r
         wakes_last_hour=tuple(load.woke),
         cooldown_until=l.cooldown_until, bot_chain_cap=ctx.cfg.bot_chain_cap,
         floor_holder=floor_holder)
+
+
+def budget_facts(s, l: ListenerRow, values: dict, now: dt.datetime) -> dict:
+    """What the agent spent today (since midnight in the Mood's zone), read only when a
+    daily budget applies here."""
+    if not (values["max_usd_per_day"] or values["max_usd_per_day_all_moods"]):
+        return {}
+    here, everywhere = cycle.spent_since(s, l.agent_id, l.mood_id,
+                                         law.day_start(now, values["timezone"]))
+    return {"spent_here": here, "spent_all": everywhere}
 
 
 def by_initiative(ctx: Context, batch: facts.Batch, pairs: list[tuple[int, int]],
@@ -262,6 +278,8 @@ def after(ctx: Context, s, decision: law.Decision, kind: str, l: ListenerRow, ag
             l.quiet_due_at = None  # until someone speaks again
         elif kind == WakeKind.CUT_OFF:
             l.followup_of, l.followup_due_at = 0, None
+        elif kind == WakeKind.COMMAND:
+            l.command_post_id = 0
         return None
     renew = now + dt.timedelta(seconds=ctx.cfg.hold_renew)
     if decision.outcome == Outcome.HOLD:

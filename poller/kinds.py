@@ -18,6 +18,7 @@ class WakeKind(StrEnum):
     CONSIDER = "consider"
     QUIET = "quiet"
     CUT_OFF = "cut-off"  # a look-only follow-up after a turn was cut off with no reply
+    COMMAND = "command"  # a person's slash command (/compact...) run in a Claude Code session
     # Scheduled: due at a time, not by what was said (poller.scheduled decides them,
     # never the listeners' loop in poller.evaluate).
     ALARM = "alarm"  # someone asked for a wake at a time

@@ -9,6 +9,14 @@ when the question is worth asking again.  No database, no clock of its own.
 Holds are for mentions only (a mention is owed and must be answered when the
 block ends); the unprompted kinds are deferred or skipped instead.
 
+Dollar budgets: an agent that has spent its ``max_usd_per_day`` in a Mood, or
+its ``max_usd_per_day_all_moods`` in every Mood together, since midnight in
+the Mood's ``timezone`` (facts passed in: ``spent_here``, ``spent_all``) has
+its mentions ``held:over-budget`` until the next midnight there and its
+unprompted wakes ``skipped:over-budget``.  A person's slash command (kind
+``command``) is not conversation: listening, budgets, cooldowns and the floor
+do not apply to it, only one turn at a time and the agent's caps.
+
 One floor per Mood: of the agents that could speak unasked in a Mood at once
 (a consider, quiet look or arrival), one takes the floor by :func:`initiative`
 order and the others are ``deferred:floor-taken-by-<agent>`` until its turn
@@ -77,6 +85,9 @@ class Facts:
     calm_turns: int = 0
     calm_last: Optional[dt.datetime] = None
     typing_at: Optional[dt.datetime] = None  # the Mood's last "someone is typing" signal
+    # dollars: what the agent spent since midnight in the Mood's zone, here and in every Mood
+    spent_here: float = 0.0
+    spent_all: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,7 @@ WAKE = Decision(Outcome.WAKE, "woke")
 
 def decide(f: Facts) -> Decision:
     """Apply the law, first blocking rule wins."""
-    for rule in (_gates, _kind_rules, _capacity, _pacing, _floor):
+    for rule in (_gates, _kind_rules, _budget, _capacity, _pacing, _floor):
         verdict = rule(f)
         if verdict is not None:
             return verdict
@@ -124,12 +135,16 @@ def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> D
 
 def _gates(f: Facts) -> Optional[Decision]:
     if f.stopped:  # until lifted: mentions wait, the rest is remembered (see evaluate)
-        if f.kind in SCHEDULED:  # kept: once lifted, one (late) wake for what came due
+        if f.kind in SCHEDULED or f.kind == WakeKind.COMMAND:
+            # a person's command waits for it too; what was asked for at a time is kept:
+            # once lifted, one (late) wake for what came due
             return Decision(Outcome.DEFER, "stopped")
         return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.SKIP, "stopped")
     if f.kind in SCHEDULED:
         return None  # asked for at a time: kept whatever the listening and the Mood's state
     listening = f.settings["listening"]
+    if f.kind == WakeKind.COMMAND:
+        return None  # a person's command, not conversation: run whatever the Mood's dials
     if f.kind != WakeKind.MENTION and f.archived:
         return Decision(Outcome.SKIP, "archived")
     if listening == "off":
@@ -163,6 +178,43 @@ def _kind_rules(f: Facts) -> Optional[Decision]:
     return None
 
 
+def over_budget(f: Facts) -> bool:
+    """Has the agent spent a daily budget (0: none) that applies here?"""
+    here, everywhere = f.settings["max_usd_per_day"], f.settings["max_usd_per_day_all_moods"]
+    return bool((here and f.spent_here >= here) or (everywhere and f.spent_all >= everywhere))
+
+
+def _budget(f: Facts) -> Optional[Decision]:
+    if f.kind == WakeKind.COMMAND or not over_budget(f):
+        return None
+    if f.kind in UNPROMPTED:
+        return Decision(Outcome.SKIP, "over-budget")
+    # A mention is held (a cut-off's follow-up deferred) until the budgets start again.
+    return _blocked(f, "over-budget", next_midnight(f.now, f.settings["timezone"]))
+
+
+def _zone(name: str) -> dt.tzinfo:
+    if name == "UTC":
+        return dt.timezone.utc  # needs no zone data
+    import zoneinfo
+
+    return zoneinfo.ZoneInfo(name)
+
+
+def day_start(now: dt.datetime, zone: str) -> dt.datetime:
+    """The last midnight in *zone* (an IANA name) at or before *now*, in UTC."""
+    tz = _zone(zone)
+    local = now.astimezone(tz)
+    return dt.datetime.combine(local.date(), dt.time(0), tz).astimezone(dt.timezone.utc)
+
+
+def next_midnight(now: dt.datetime, zone: str) -> dt.datetime:
+    """The next midnight in *zone* after *now*, in UTC: when daily budgets start again."""
+    tz = _zone(zone)
+    tomorrow = now.astimezone(tz).date() + dt.timedelta(days=1)
+    return dt.datetime.combine(tomorrow, dt.time(0), tz).astimezone(dt.timezone.utc)
+
+
 def _capacity(f: Facts) -> Optional[Decision]:
     if f.busy_here:
         return _blocked(f, "busy")
@@ -177,9 +229,9 @@ def _capacity(f: Facts) -> Optional[Decision]:
 
 
 def _pacing(f: Facts) -> Optional[Decision]:
-    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF, *SCHEDULED):
-        # mentions, the follow-up of a turn cut off and what was asked for at a time
-        # are never cooled down
+    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF, WakeKind.COMMAND, *SCHEDULED):
+        # mentions, a cut-off's follow-up, commands and what was asked for at a time are
+        # never cooled down
         return None
     if f.cooldown_until is not None and f.cooldown_until > f.now:
         return Decision(Outcome.DEFER, "cooldown", f.cooldown_until)

@@ -234,6 +234,8 @@ class Listener(Base):
     # Stopped here (``mood-poller stop``, or "@agent stop" from a trusted person) until lifted.
     stopped_at: Mapped[Optional[dt.datetime]]
     stopped_by: Mapped[Optional[str]] = mapped_column(String(64))
+    # A person's slash command for the agent's session here, waiting to run (migration 0010).
+    command_post_id: Mapped[int] = mapped_column(BigInteger, default=0)  # 0: none
 
 
 class Owed(Base):
@@ -278,6 +280,9 @@ class Wake(Base):
     agent_pgid: Mapped[Optional[int]]
     reply_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
     error: Mapped[str] = mapped_column(Text, default="")
+    # What a running turn is doing (the tool it uses, the file it reads), names only;
+    # cleared when the turn ends (migration 0010).
+    progress: Mapped[Optional[str]] = mapped_column(String(200))
 
 
 class WakePost(Base):

@@ -147,7 +147,8 @@ def status(store: Store, now: dt.datetime) -> dict:
         })
     return {"scram": scram, "agents": sorted(agents, key=lambda a: a["handle"].lower()),
             "in_flight": [{"id": w.id, "agent": w.agent, "mood": w.mood, "kind": w.kind,
-                           "status": w.status, "since": iso(w.started_at or w.created_at)}
+                           "status": w.status, "since": iso(w.started_at or w.created_at),
+                           "progress": w.progress}
                           for w in o.in_flight],
             "next_due": [{"agent": d.agent, "mood": d.mood, "due_at": iso(d.due_at)}
                          for d in o.due],

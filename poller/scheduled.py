@@ -6,8 +6,8 @@ before the listeners (and never during an emergency stop), it reads the alarms
 and agreements that are due, and for each:
 
 1. weighs it with :func:`poller.law.decide` (a turn already in flight here, no
-   free slot or the hourly cap defer it; no cooldown, no floor, no listening
-   gate: a wake asked for at a time is kept), and on a wake gathers it like
+   free slot, the hourly cap, a spent daily budget or a stop defer it; no
+   cooldown, no floor, no listening gate: a wake asked for at a time is kept), and on a wake gathers it like
    any other (:func:`poller.draft.gather`), in one short write transaction;
 2. composes it with no transaction open;
 3. records it in a second short write transaction, only if the alarm's or
@@ -28,7 +28,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from poller import agreements, alarms, checkins, compose, draft as drafts, law, timing
+from poller import agreements, alarms, checkins, compose, draft as drafts, evaluate, law, timing
 from poller.context import Context, Planned, TickReport, log_decision
 from poller.kinds import ContactState, Outcome, Tools, WakeKind
 from poller.store import cycle, schedules as rows
@@ -182,7 +182,8 @@ def weigh(ctx: Context, s, job: Job, l, now: dt.datetime) -> law.Decision:
     load = rows.load(s, job.agent_id, job.mood_id, now)
     return law.decide(law.Facts(kind=job.kind, now=now, settings=values,
                                 busy_here=load.busy_here, running_for_agent=load.running,
-                                wakes_last_hour=load.woke, stopped=bool(l.stopped_at)))
+                                wakes_last_hour=load.woke, stopped=bool(l.stopped_at),
+                                **evaluate.budget_facts(s, l, values, now)))
 
 
 def gather(ctx: Context, s, job: Job, l, now: dt.datetime) -> drafts.Draft:

@@ -212,3 +212,25 @@ def test_a_stopped_agent_gets_its_alarm_once_the_stop_is_lifted(cli, tmp_path):
     c("tick", "--now", berlin(2026, 10, 19, 10, 6), "--wait")
     (w,) = wakes(c)
     assert "about 6 minutes late" in text_of(c, w["id"])
+
+
+def test_an_agent_over_its_daily_budget_gets_its_alarm_after_midnight(cli, tmp_path):
+    import sqlalchemy as sa
+
+    from poller import models
+
+    c = room(cli, tmp_path)
+    c("set", "max_usd_per_day", "1", "--agent", "bot")
+    c("post", "lobby", "--as", "ada", "@bot hi", "--at", berlin(2026, 10, 19, 8, 1))
+    c("tick", "--now", berlin(2026, 10, 19, 8, 2), "--wait")
+    engine = sa.create_engine(c.db_url)
+    with engine.begin() as conn:  # that turn cost the whole day's budget
+        conn.execute(sa.update(models.Turn).values(cost_usd=1.5))
+    engine.dispose()
+    c("alarm", "add", "--agent", "bot", "--mood", "lobby", "--at", "2026-10-19 10:00",
+      "--tz", "UTC", "--now", berlin(2026, 10, 19, 8, 3))
+    c("tick", "--now", "2026-10-19T10:00:00Z", "--wait")
+    assert wakes(c) == [] and "over-budget" in c("why", "bot", "lobby").out
+    c("tick", "--now", "2026-10-20T00:01:00Z", "--wait")
+    (w,) = wakes(c)
+    assert "noticed only now" in text_of(c, w["id"])

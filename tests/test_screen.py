@@ -169,3 +169,14 @@ def test_a_screened_out_consider_is_paced_like_a_turn(room, endpoint):
     assert len(endpoint.requests) == 1
     assert consider(tick(room, 81)) == "skipped:screened-out"
     assert len(endpoint.requests) == 2
+
+
+def test_considers_the_screen_turns_away_calm_the_mood_like_silent_turns(room, endpoint):
+    room("set", "considers_per_hour", "60")  # spacing one minute; calm after three
+    for i, t in enumerate((1, 31, 61)):
+        room("post", "lobby", "--as", "ada", "--at", at(t), f"small talk {i}")
+        assert consider(tick(room, t + 19)) == "skipped:screened-out"
+    room("post", "lobby", "--as", "ada", "--at", at(91), "more small talk")
+    # three in a row: the minute doubled, from the third screening (at 80 s)
+    assert consider(tick(room, 110)) == "deferred:calm-until-" + at(200)
+    assert len(endpoint.requests) == 3

@@ -293,7 +293,9 @@ def status(app: App, as_json: bool) -> None:
                     f"{a['owed']} mention(s) owed")
     common.echo(f"turns in flight: {len(st['in_flight'])}")
     for w in st["in_flight"]:
-        common.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} since {w['since']}")
+        doing = f": {w['progress']}" if w["progress"] else ""
+        common.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} "
+                    f"since {w['since']}{doing}")
     for q in st["quarantined"]:
         where = f" in {q['mood']}" if q["mood"] else ""
         common.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last {q['last_at']}): "

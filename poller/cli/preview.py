@@ -7,9 +7,9 @@ import click
 from poller.cli import App, common, pass_app
 from poller.kinds import LISTENED, WakeKind
 
-# A cut-off wake is a follow-up, and scheduled wakes come from their alarm or agreement:
-# `preview --frames` shows those.
-KINDS = [k.value for k in LISTENED if k != WakeKind.CUT_OFF]
+# Not a cut-off's follow-up, nor a person's slash command (a command is not composed), nor a
+# scheduled wake (it comes from its alarm or agreement): `preview --frames` shows those.
+KINDS = [k.value for k in LISTENED if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND)]
 
 
 @click.command()

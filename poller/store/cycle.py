@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from poller import settings
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
-from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood, Owed,
-                           Participant, Post, Setting, SignIn, Wake, WakePost)
+from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood,
+                           Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakePost)
 from poller import procs
 from poller.procs import pid_alive
 from poller.values import AgentInfo
@@ -287,7 +287,7 @@ def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]
     """The earliest time this listener needs looking at again."""
     times = [t for t in (l.consider_due_at if l.consider_from_id else None,
                          l.quiet_due_at) if t is not None]
-    if owed or l.arrival_signin_id:
+    if owed or l.arrival_signin_id or l.command_post_id:  # a command waits for nothing either
         times.append(now)
     soonest = min(times) if times else None
     # Unprompted looks wait out a cooldown; a mention never does.
@@ -539,6 +539,24 @@ def greeted_since(s: Session, agent_id: int, mood_id: int, who_id: int,
     return s.scalar(q) is not None
 
 
+def spent_since(s: Session, agent_id: int, mood_id: int, since: dt.datetime) -> tuple[float, float]:
+    """US dollars the agent's turns that ended at or after *since* cost: in this Mood, and
+    in every Mood together (the costs Claude Code reports, or token counts x the configured
+    prices for other agents; a turn with no cost counts nothing)."""
+    q = (sa.select(Wake.mood_id, sa.func.sum(Turn.cost_usd))
+         .join(Turn, Turn.wake_id == Wake.id)
+         .where(Wake.agent_id == agent_id, Wake.finished_at >= since,
+                Turn.cost_usd.is_not(None))
+         .group_by(Wake.mood_id))
+    by_mood = {m: float(cost or 0) for m, cost in s.execute(q)}
+    return by_mood.get(mood_id, 0.0), sum(by_mood.values())
+
+
+def post_texts(s: Session, post_ids: list[int]) -> dict[int, str]:
+    """The text of each of *post_ids*."""
+    return dict(s.execute(sa.select(Post.id, Post.text).where(Post.id.in_(post_ids))).all())
+
+
 def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int, limit: int) -> int:
     """Agents' posts in (lo, hi], counted up to *limit* (the newest first)."""
     inner = (sa.select(Post.id).join(Participant, Participant.id == Post.sender_id)
@@ -568,9 +586,11 @@ def senders(s: Session, post_ids: list[int]) -> list[Sender]:
 
 
 def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt.datetime,
-                    tokens: int) -> None:
-    s.add(Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
-               kind=PostKind.SYSTEM, reply_to=None, tokens=tokens))
+                    tokens: int) -> Post:
+    post = Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
+                kind=PostKind.SYSTEM, reply_to=None, tokens=tokens)
+    s.add(post)
+    return post
 
 
 # -- Recovery --------------------------------------------------------------------------------
@@ -675,7 +695,7 @@ def listener_print(l) -> tuple:
     """The listener's part of a fingerprint: its timers, cursors and hold."""
     return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
             l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
-            l.followup_of, l.followup_due_at, l.stopped_at)
+            l.followup_of, l.followup_due_at, l.stopped_at, l.command_post_id)
 
 
 def newest_person_post(s: Session, mood_id: int) -> int:

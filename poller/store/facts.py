@@ -88,7 +88,8 @@ def _picker(which: list[int]):
 
 _UNTOUCHED = _picker(list(range(len(MUTABLE))))
 NEW = dict(last_person_id=0, looked_id=0, consider_from_id=0, quiet_backoff=0,
-           arrival_signin_id=0, followup_of=0)  # a new listener's columns that are not NULL
+           arrival_signin_id=0, followup_of=0,
+           command_post_id=0)  # a new listener's columns that are not NULL
 
 
 def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
@@ -271,7 +272,7 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime, screening: bool = Fal
         _wakes(conn, batch, agents, now, screening)
         _floor(conn, batch)
         _spoke(conn, batch)
-        _calm(conn, batch, now)
+        _calm(conn, batch, now, screening)
     return batch
 
 
@@ -377,25 +378,32 @@ def _spoke(conn, batch: Batch) -> None:
 CALM_WINDOW = dt.timedelta(hours=12)  # calm older than the longest rest changes nothing
 
 
-def _calm(conn, batch: Batch, now: dt.datetime) -> None:
+def _calm(conn, batch: Batch, now: dt.datetime, screening: bool) -> None:
     """For Moods with a consider due: the unprompted turns there that ended silent in a
-    row, newest first, up to the first that spoke or the first mention's turn (pressure)."""
+    row, newest first, up to the first that spoke or the first mention's turn (pressure).
+    A consider the screen turned away counts as a silent one: nothing needed saying."""
     moods = sorted({m for (_, m), l in batch.listeners.items()
                     if l.consider_from_id and l.consider_due_at and l.consider_due_at <= now})
     if not moods:
         return
-    w = Wake.__table__
+    w, d = Wake.__table__, Decision.__table__
     q = (sa.select(w.c.mood_id, w.c.kind, w.c.status, w.c.finished_at)
          .where(w.c.mood_id.in_(moods), w.c.status.in_(FINISHED),
-                w.c.created_at > now - CALM_WINDOW)
-         .order_by(w.c.mood_id, w.c.id.desc()))
+                w.c.created_at > now - CALM_WINDOW))
+    events = [(m, _aware(at), k, st) for m, k, st, at in conn.execute(q) if at is not None]
+    if screening:
+        q = sa.select(d.c.mood_id, d.c.at).where(
+            d.c.mood_id.in_(moods), d.c.kind == WakeKind.CONSIDER, d.c.reason == SCREENED_OUT,
+            d.c.at > now - CALM_WINDOW)
+        events += [(m, _aware(at), WakeKind.CONSIDER, WakeStatus.SILENT)
+                   for m, at in conn.execute(q)]
     open_moods = set(moods)
-    for mood_id, kind, status, finished_at in conn.execute(q):
+    for mood_id, at, kind, status in sorted(events, key=lambda e: (e[0], e[1]), reverse=True):
         if mood_id not in open_moods:
             continue  # its run of calm already ended
         turns, last = batch.calm.get(mood_id, (0, None))
         if kind in UNPROMPTED and status == WakeStatus.SILENT:
-            batch.calm[mood_id] = (turns + 1, last or (finished_at and _aware(finished_at)))
+            batch.calm[mood_id] = (turns + 1, last or at)
         elif kind == WakeKind.MENTION or (kind in UNPROMPTED and status == WakeStatus.REPLIED):
             open_moods.discard(mood_id)
 

@@ -206,6 +206,16 @@ def extras(s: Session, agent_id: int, mood_id: int, woke: Sequence[compose.WakeP
     return out
 
 
+def command_extras(s: Session, agent_id: int, mood_id: int) -> Extras:
+    """A command's turn shows the agent nothing: what its last wake here had seen of the
+    settings stays what the next wake lists changes from."""
+    q = (sa.select(Turn.settings_seen_id).join(Wake, Wake.id == Turn.wake_id)
+         .where(Wake.agent_id == agent_id, Wake.mood_id == mood_id)
+         .order_by(Wake.id.desc()).limit(1))
+    seen = s.scalar(q)
+    return Extras(settings_seen_id=cycle.max_id(s, Setting.id) if seen is None else seen)
+
+
 def still_untaken(s: Session, ex: Extras) -> bool:
     """True if no other wake has taken this handed context or these refusals meanwhile."""
     # Locked until the wake is recorded, so two pollers cannot both take them.

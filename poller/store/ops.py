@@ -37,6 +37,7 @@ class WakeRecord:
     text: str
     host: str
     runner_pid: Optional[int]
+    progress: Optional[str] = None  # what a running turn is doing (names only)
 
 
 def _names(s: Session) -> tuple[dict, dict]:
@@ -49,7 +50,7 @@ def _record(s: Session, w: Wake, handles: dict, slugs: dict) -> WakeRecord:
     return WakeRecord(w.id, handles[w.agent_id], slugs[w.mood_id], w.kind, w.tools, w.status,
                       w.created_at, w.started_at, w.finished_at, tuple(cycle.answers(s, w.id)),
                       w.dial_source, w.prompt_tokens, w.reply_post_id, w.error, w.text, w.host,
-                      w.runner_pid)
+                      w.runner_pid, w.progress)
 
 
 def wakes(s: Session, mood_id: Optional[int], agent_id: Optional[int], kind: Optional[str],

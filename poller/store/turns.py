@@ -17,10 +17,11 @@ from typing import Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import blocks, errors, law, settings, settle
+from poller import blocks, errors, law, settings, settle, slash
 from poller.kinds import PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
                            Refusal, Setting, Turn, Wake, WakePost)
+from poller.text import MAX_POST_CHARS
 from poller import procs
 from poller.store import cycle
 from poller.store.core import Store, insert_post, resolve_in
@@ -71,6 +72,15 @@ def beat(store: Store, wake_id: int, now: dt.datetime) -> bool:
                          .values(heartbeat_at=now)).rowcount > 0
 
 
+def record_progress(store: Store, wake_id: int, progress: str) -> bool:
+    """What the running turn is doing now; False once it is no longer running (a progress
+    report that arrives after the turn ended never lands on the finished wake)."""
+    with store.writing() as s:
+        return s.execute(sa.update(Wake).where(Wake.id == wake_id,
+                                               Wake.status == WakeStatus.RUNNING)
+                         .values(progress=progress[:200] or None)).rowcount > 0
+
+
 def record_pgid(store: Store, wake_id: int, pgid: int) -> None:
     with store.writing() as s:
         s.execute(sa.update(Wake).where(Wake.id == wake_id).values(agent_pgid=pgid))
@@ -93,7 +103,7 @@ def close(s: Session, counter, w: Wake, status: str, why: str, now: dt.datetime,
     anything.
     """
     lock_listener(s, w)
-    w.status, w.finished_at, w.error = status, now, why
+    w.status, w.finished_at, w.error, w.progress = status, now, why, None
     said = why if public is None else public
     body = f"@{handle_of(s, w.agent_id)}'s turn ended without a reply: {said}."
     cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
@@ -167,29 +177,38 @@ def in_flight(s: Session) -> list[Wake]:
     return list(s.scalars(sa.select(Wake).where(Wake.status.in_(IN_FLIGHT))))
 
 
-def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str:
+@dataclass(frozen=True)
+class Prices:
+    """US dollars per million tokens, for agents that report no cost of their own."""
+
+    usd_per_mtok_in: float
+    usd_per_mtok_out: float
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.usd_per_mtok_in + tokens_out * self.usd_per_mtok_out) / 1e6
+
+
+def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
+                   prices: Optional[Prices] = None) -> str:
     """Record how the turn ended; returns the wake's final status.
 
     *outcome* is a :class:`poller.wakers.Outcome`: a status, the reply, an
     error (kept on the wake) and its public reason (posted in the Mood), the
     agent's session and the turn's cost.  An outcome with no public reason
-    is announced by its status alone.
+    is announced by its status alone.  A turn that reports no cost is priced
+    by its tokens at *prices*, when given (the wake's tokens in, the reply's out).
     """
     with store.writing() as s:
         w = locked_wake(s, wake_id)
         if w.status != WakeStatus.RUNNING:
             return w.status  # already closed (an emergency stop got there first)
         lock_listener(s, w)
-        keep_session(s, w, outcome.session, outcome.cost, now)
+        w.progress = None  # the turn is over: nothing is at work any more
+        turn = keep_session(s, w, outcome.session, outcome.cost, now)
         if outcome.status != WakeStatus.REPLIED:
-            public = getattr(outcome, "public", "") or (
-                "it was cut off" if outcome.status == WakeStatus.CUT_OFF else "it failed")
-            close(s, store.counter, w, outcome.status, outcome.error, now, public=public)
-            if outcome.status == WakeStatus.CUT_OFF:
-                follow_up(s, store.counter, w, now)
-            elif getattr(outcome, "unseen", False):
-                owe_again(s, w, now)
-            return w.status
+            return ended_badly(s, store.counter, w, outcome, now)
+        if w.kind == WakeKind.COMMAND:
+            return command_done(s, store.counter, w, outcome, now)
         parsed = blocks.parse(outcome.reply, tools=w.tools)
         reply = settle.classify(parsed.text)
         try:
@@ -201,10 +220,41 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str
             return w.status
         w.status = WakeStatus.REPLIED if reply.kind == "post" else WakeStatus.SILENT
         w.finished_at, w.reply_post_id = now, post.id
+        if outcome.cost is None and prices is not None:
+            turn.cost_usd = prices.cost(w.prompt_tokens, post.tokens)
         w.error = "; ".join(n for n in (outcome.note, reply.note) if n)
         apply_blocks(s, store.counter, w, parsed, now)
         after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
         return w.status
+
+
+def ended_badly(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str:
+    """A turn that failed or was cut off: closed with a notice; a follow-up owed for a cut
+    off (not for a command's), the mentions again for a wake the agent never took in."""
+    public = getattr(outcome, "public", "") or (
+        "it was cut off" if outcome.status == WakeStatus.CUT_OFF else "it failed")
+    close(s, counter, w, outcome.status, outcome.error, now, public=public)
+    if outcome.status == WakeStatus.CUT_OFF and w.kind != WakeKind.COMMAND:
+        follow_up(s, counter, w, now)
+    elif getattr(outcome, "unseen", False):
+        owe_again(s, w, now)
+    return w.status
+
+
+def command_done(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str:
+    """A person's slash command ran: what it printed goes into the Mood as a system note
+    (the session's output, not the agent speaking), and nothing else of a turn follows
+    (no cooldown, no blocks read, no silence)."""
+    word = (w.text or "/").lstrip("/")
+    body = slash.output_note(word, handle_of(s, w.agent_id), outcome.reply, MAX_POST_CHARS)
+    note = cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
+    s.flush()
+    w.reply_post_id = note.id
+    w.status, w.finished_at, w.error = WakeStatus.REPLIED, now, outcome.note or outcome.error
+    l = s.get(Listener, (w.agent_id, w.mood_id))
+    if l is not None:
+        l.due_at = now  # what waited for the session is looked at again
+    return w.status
 
 
 def owe_again(s: Session, w: Wake, now: dt.datetime) -> None:
@@ -222,16 +272,23 @@ def owe_again(s: Session, w: Wake, now: dt.datetime) -> None:
         l.cooldown_until, l.due_at = None, now  # not a turn it took: no cooldown
 
 
-def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.datetime) -> None:
-    """The turn's session and cost; the session is resumed by the agent's next turn here."""
+def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.datetime) -> Turn:
+    """The turn's session and cost; the session is resumed by the agent's next turn here.
+
+    A command's turn (``/compact``...) ran in the session kept here and showed it no
+    post: the session it reports replaces the kept one's id, nothing else of it."""
     turn = s.get(Turn, w.id)
     if turn is None:
         turn = Turn(wake_id=w.id, settings_seen_id=0)
         s.add(turn)
     turn.session_id, turn.cost_usd = session or None, cost
     if session is None:
-        return
+        return turn
     kept = s.get(AgentSession, (w.agent_id, w.mood_id))
+    if w.kind == WakeKind.COMMAND:
+        if kept is not None and session:
+            kept.session_id = session
+        return turn
     if session == "":  # the waker says the old session cannot be resumed
         if kept is not None:
             s.delete(kept)
@@ -240,6 +297,7 @@ def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.date
                            wake_id=w.id, updated_at=now))
     else:
         kept.session_id, kept.wake_id, kept.updated_at = session, w.id, now
+    return turn
 
 
 # -- blocks in the reply --------------------------------------------------------------

@@ -169,7 +169,8 @@ def agent_rows(store, now: dt.datetime) -> list[dict]:
     flight = {}
     for w in st["in_flight"]:
         flight.setdefault(w["agent"], []).append({"mood": w["mood"], "since": w["since"],
-                                                  "wake_id": w["id"], "kind": w["kind"]})
+                                                  "wake_id": w["id"], "kind": w["kind"],
+                                                  "progress": w["progress"]})
     day = access.agents_since(store, now.replace(hour=0, minute=0, second=0, microsecond=0))
     due = {}
     for d in st["next_due"]:
@@ -182,7 +183,8 @@ def agent_rows(store, now: dt.datetime) -> list[dict]:
         today = day.get(a["handle"], access.AgentDay(0, 0))
         out.append({"handle": a["handle"], "state": state, "at_work": flight.get(a["handle"], []),
                     "held": a["held"], "owed": a["owed"], "next_due": due.get(a["handle"]),
-                    "turns_today": today.turns, "tokens_today": today.tokens})
+                    "turns_today": today.turns, "tokens_today": today.tokens,
+                    "usd_today": today.usd})
     return out
 
 
@@ -315,11 +317,13 @@ WAKE = _out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
             error=S)
 WAKE_FULL = {**WAKE, "properties": {**WAKE["properties"], "text": S},
              "required": WAKE["required"] + ["text"]}
-AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S)
+MAYBE_S = {"type": ["string", "null"]}
+# progress: what a Claude Code turn is doing now (the tool, a file's name), or null
+AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S, progress=MAYBE_S)
 HELD = _out(mood=S, reason=S)
 AGENT_STATE = _out(handle=S, state={"enum": ["idle", "at work", "holding", "away"]},
                    at_work=_many(AT_WORK), held=_many(HELD), owed=INT, next_due=MAYBE_TIME,
-                   turns_today=INT, tokens_today=INT)
+                   turns_today=INT, tokens_today=INT, usd_today={"type": "number"})
 SETTINGS = {"type": "object", "additionalProperties": _out(
     value={"type": ["string", "integer", "number", "null"]}, slot=S, until=MAYBE_TIME)}
 SCRAM = {"type": ["object", "null"], "properties": {"by": {"type": ["string", "null"]},
