@@ -341,6 +341,12 @@ def _contact(s, w, block: Optional[blocks.ContactBlock], notes: list[str],
         st.contact_note = block.decline if block else "the reply wrote no valid contact block"
         return ""
     why = _contact_refusal(st, g, block)
+    if why and len(block.body) > checkins.CONTACT_BODY_LIMIT and st.closed_at is None:
+        # The text was checked before the attempt was claimed: the window opens again
+        # (while the lateness cutoff allows), and the next wake says why.
+        st.contact_state, st.contact_wake_id, st.contact_note = ContactState.NONE, None, why
+        replan(s, g, now)
+        return why
     if why:
         st.contact_state, st.contact_note = ContactState.REFUSED, why
         return why

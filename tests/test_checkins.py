@@ -467,3 +467,29 @@ def test_config_check_connect_reaches_the_mail_server_and_sends_nothing(cli, tmp
     closed = Cli(cli.db_url, SmtpServer().config(tmp_path / "closed.toml"))  # never started
     r = closed("config", "check", "--connect", ok=False)
     assert r.code == 75 and "mail: failed" in r.out + r.err
+
+
+def test_a_contact_message_over_the_limit_is_refused_without_using_up_the_attempt(
+        cli, tmp_path, smtp):
+    reply = tmp_path / "reply.txt"
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, reply)
+    setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
+    c("tick", "--now", at(5, 10, 1))
+    code = re.search(r"^    (\S+)\s*$", smtp.received[0][1].get_content(), re.M).group(1)
+    c("checkin", "accept", input=code + "\n")
+    c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
+    reply.write_text("@ada you missed your check-in.")
+    c("tick", "--now", at(5, 21), "--wait")
+    reply.write_text("```contact\nsubject: ada\n---\n" + "x" * 4_000 + "\n```")
+    c("tick", "--now", at(5, 21, 31), "--wait")
+    assert any("contact block was refused" in p and "the limit is 3,800" in p for p in posts(c))
+    reply.write_text("```contact\nsubject: ada\n---\nHello Carol, this is bot.\n```")
+    c("tick", "--now", at(5, 21, 32), "--wait")  # offered again, and told why
+    second = wakes(c, "checkin-contact")[-1]
+    assert len(wakes(c, "checkin-contact")) == 2
+    assert "the limit is 3,800" in c("wakes", "show", str(second["id"])).out
+    c("tick", "--now", at(5, 21, 33), "--wait")
+    assert [m["Subject"] for _, m in smtp.received[1:]] == ["ada"]
+    c("tick", "--now", at(5, 22), "--wait")
+    assert len(wakes(c, "checkin-contact")) == 2 and len(smtp.received) == 2
