@@ -186,15 +186,19 @@ class _ResourceLoader(jinja2.BaseLoader):
 
 
 def _default_templates():
-    """``poller.templates`` when installed; ``templates/`` beside the package
-    in a source checkout."""
+    """``templates/`` beside the package in a source checkout (so the code and its
+    templates always come from one tree, even when an editable install of another
+    checkout maps ``poller.templates`` elsewhere); ``poller.templates`` when installed."""
+    beside = Path(poller.__file__).resolve().parent.parent / "templates"
+    if (beside / "wake.j2").is_file():
+        return beside
     try:
         root = importlib.resources.files("poller.templates")
         if root.joinpath("wake.j2").is_file():
             return root
     except ModuleNotFoundError:
         pass
-    return Path(poller.__file__).resolve().parent.parent / "templates"
+    return beside
 
 
 @functools.lru_cache(maxsize=1)
