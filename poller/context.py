@@ -41,6 +41,7 @@ class TickReport:
     recovered: int = 0
     abandoned: int = 0  # wakes composed but not recorded: the listener changed meanwhile
     quarantined: int = 0  # listeners set aside this cycle because evaluating them raised
+    returned: int = 0  # agents back from an activity this cycle
 
 
 @dataclass

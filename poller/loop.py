@@ -33,7 +33,8 @@ import time
 import uuid
 from typing import Callable, Optional
 
-from poller import clock as clock_mod, config as config_mod, draft as drafts, errors, evaluate
+from poller import absence, catalog as catalogs, clock as clock_mod, config as config_mod
+from poller import draft as drafts, errors, evaluate
 from poller import launch, nudge, recover, scan, summarize, text
 from poller.context import Context, Planned, TickReport
 from poller import procs
@@ -71,6 +72,9 @@ class Poller:
                            summarizer=summarize.from_config(config.summarizer, store.counter))
         self._dry = None  # the one rolled-back transaction of a dry run
         self.clock: Optional[Callable[[], dt.datetime]] = None  # run's clock, once it runs
+        self.booted_at: Optional[dt.datetime] = None  # when run started (the return floor)
+        self._catalogs_checked = False
+        self._nudges_at: Optional[dt.datetime] = None  # when idle nudges were last weighed
 
     @property
     def settings(self):
@@ -145,6 +149,8 @@ class Poller:
             scram = cycle.flag(s, "scram") is not None
             self.ctx.agents = cycle.agents(s)
             changed = self.settings.refresh(s)
+        if not self._catalogs_checked:
+            self.check_catalogs()
         if changed:
             with self._tx() as s:
                 cycle.lift_holds(s, now)  # new settings may lift holds
@@ -153,7 +159,25 @@ class Poller:
         if scram:
             report.scram = True
             return
+        if launch_turns:  # not in a dry run: a return writes outside its transaction
+            self._away_and_back(now, report)
         self._evaluate_due(now, report, self._start if launch_turns else None)
+
+    def check_catalogs(self) -> None:
+        """Every agent's activities catalog, read once as the poller starts: one that is
+        present but invalid stops it (ConfigError, exit 78) rather than being ignored."""
+        for agent in self.ctx.agents.values():
+            catalogs.of(agent, strict=True)
+        self._catalogs_checked = True
+
+    def _away_and_back(self, now: dt.datetime, report: TickReport) -> None:
+        """Bring back the agents whose absence is up; offer idle nudges (once a minute)."""
+        floor = (self.booted_at + dt.timedelta(seconds=self.config.poller.return_floor)
+                 if self.booted_at is not None else None)
+        report.returned = absence.come_back(self.ctx, self.holder, now, floor, self.booted_at)
+        if self._nudges_at is None or now - self._nudges_at >= absence.NUDGE_EVERY:
+            self._nudges_at = now
+            absence.nudges(self.ctx, now)
 
     def _drain(self, cursor: str, step, now: dt.datetime) -> int:
         """Run a scan step in short transactions until the backlog is read.
@@ -301,6 +325,7 @@ class Poller:
         """
         waiting_logged = False
         self.clock = clock
+        self.booted_at = clock()
         listener = self.listen_for_commits()
         beat_at = 0.0
         try:

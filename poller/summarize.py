@@ -142,10 +142,7 @@ class LLMSummarizer:
 
     @property
     def endpoint(self) -> str:
-        base = self.config.url.rstrip("/")
-        if not base.endswith("/v1"):
-            base += "/v1"
-        return base + "/chat/completions"
+        return endpoint(self.config)
 
     def summarize(self, posts, *, also_unseen, budget, agent, now) -> str:
         if not posts:
@@ -187,22 +184,39 @@ class LLMSummarizer:
         return "\n".join(reversed(shown))
 
     def _complete(self, body: dict) -> str:
-        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+        return complete(self.config, body, self._client)
+
+
+def endpoint(config: SummarizerConfig) -> str:
+    """The chat completions URL of the configured OpenAI-compatible endpoint."""
+    base = config.url.rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return base + "/chat/completions"
+
+
+def complete(config: SummarizerConfig, body: dict, client: httpx.Client | None = None) -> str:
+    """POST one chat completion *body* to the configured endpoint; the answer's text.
+
+    Shared by the summarizer and the accounts agents give of their absences
+    (:mod:`poller.experience`).  Raises SummaryError, never with the API key in it.
+    """
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    try:
+        own = client or httpx.Client(timeout=config.timeout)
         try:
-            client = self._client or httpx.Client(timeout=self.config.timeout)
-            try:
-                response = client.post(self.endpoint, json=body, headers=headers,
-                                       timeout=self.config.timeout)
-            finally:
-                if self._client is None:
-                    client.close()
-            response.raise_for_status()
-            return response.json()["choices"][0]["message"]["content"] or ""
-        except httpx.TimeoutException as exc:
-            raise SummaryError(f"summarizer timed out after {self.config.timeout:g}s") from exc
-        except httpx.HTTPStatusError as exc:
-            raise SummaryError(f"summarizer answered HTTP {exc.response.status_code}") from exc
-        except httpx.HTTPError as exc:
-            raise SummaryError(f"summarizer unreachable: {type(exc).__name__}") from exc
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise SummaryError("summarizer answered something that is not a chat completion") from exc
+            response = own.post(endpoint(config), json=body, headers=headers,
+                                timeout=config.timeout)
+        finally:
+            if client is None:
+                own.close()
+        response.raise_for_status()
+        return response.json()["choices"][0]["message"]["content"] or ""
+    except httpx.TimeoutException as exc:
+        raise SummaryError(f"summarizer timed out after {config.timeout:g}s") from exc
+    except httpx.HTTPStatusError as exc:
+        raise SummaryError(f"summarizer answered HTTP {exc.response.status_code}") from exc
+    except httpx.HTTPError as exc:
+        raise SummaryError(f"summarizer unreachable: {type(exc).__name__}") from exc
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise SummaryError("summarizer answered something that is not a chat completion") from exc

@@ -7,7 +7,8 @@ import click
 from poller.cli import App, common, pass_app
 from poller.kinds import WakeKind, names
 
-KINDS = [k for k in names(WakeKind) if k != WakeKind.CUT_OFF]  # a cut-off wake is a follow-up
+# A cut-off wake is a follow-up, a return wake carries an absence's pings: neither stands alone.
+KINDS = [k for k in names(WakeKind) if k not in (WakeKind.CUT_OFF, WakeKind.RETURN)]
 
 
 @click.command()

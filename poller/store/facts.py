@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from poller.kinds import IN_FLIGHT, PostKind, WakeKind
 from poller.models import (Agent, Decision, Listener, Mood, Owed, Participant, Post,
                            UTCDateTime, Wake)
+from poller.store import away as absences
 from poller.values import MoodInfo
 
 HOUR = dt.timedelta(hours=1)
@@ -87,7 +88,7 @@ def _picker(which: list[int]):
 
 _UNTOUCHED = _picker(list(range(len(MUTABLE))))
 NEW = dict(last_person_id=0, looked_id=0, consider_from_id=0, quiet_backoff=0,
-           arrival_signin_id=0, followup_of=0)  # a new listener's columns that are not NULL
+           arrival_signin_id=0, followup_of=0, return_of=0)  # a new listener's columns that are not NULL
 
 
 def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
@@ -225,6 +226,7 @@ class Batch:
     # decides, see took_floor), oldest first, as (agent_id, handle).
     floor: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     spoke: dict[Pair, dt.datetime] = field(default_factory=dict)  # in crowded Moods only
+    away: dict[int, absences.Absence] = field(default_factory=dict)  # agents out, by id
 
     def floor_holder(self, agent_id: int, mood_id: int) -> Optional[str]:
         """The handle of another agent holding the floor in the Mood, or None."""
@@ -268,6 +270,7 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime) -> Batch:
         _wakes(conn, batch, agents, now)
         _floor(conn, batch)
         _spoke(conn, batch)
+        batch.away = absences.active(s, agents)
     return batch
 
 

@@ -39,6 +39,11 @@ class WakeRecord:
     runner_pid: Optional[int]
 
 
+def names(s: Session) -> tuple[dict, dict]:
+    """Every participant's handle and every Mood's slug, by id."""
+    return _names(s)
+
+
 def _names(s: Session) -> tuple[dict, dict]:
     handles = {r.id: r.handle for r in s.execute(sa.select(Participant.id, Participant.handle))}
     slugs = {r.id: r.slug for r in s.execute(sa.select(Mood.id, Mood.slug))}
