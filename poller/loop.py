@@ -7,6 +7,8 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
    finds wakes nobody started;
 2. **scan** (:mod:`poller.scan`): reads new posts and sign-ins past its
    cursors, in batches, and updates only the listeners they touch;
+   then **away and back** (:mod:`poller.absence`): brings back the agents
+   whose absence is up and, once a minute, offers idle nudges;
 3. **evaluate** (:mod:`poller.evaluate`): takes the listeners that are due
    (an indexed ``due_at``) a batch at a time, claims the batch and reads its
    facts with a few set queries (:mod:`poller.store.facts`), applies the law
@@ -18,8 +20,8 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
 6. **launch** (:mod:`poller.launch`): starts the batch's turns once its wakes
    are recorded.
 
-A cycle with nothing new reads two cursors and one index range, whatever the
-number of Moods.  ``run`` repeats the cycle until SIGTERM/SIGINT.
+A cycle with nothing new reads two cursors and two index ranges (the due
+listeners, the absences due back), whatever the number of Moods.  ``run`` repeats the cycle until SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -166,7 +168,9 @@ class Poller:
     def check_catalogs(self) -> None:
         """Every agent's activities catalog, read once as the poller starts: one that is
         present but invalid stops it (ConfigError, exit 78) rather than being ignored."""
-        for agent in self.ctx.agents.values():
+        with self._rx() as s:
+            agents = cycle.agents(s)
+        for agent in agents.values():
             catalogs.of(agent, strict=True)
         self._catalogs_checked = True
 

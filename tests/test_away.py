@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from agents import agent_command, script, wakes_seen
 from test_summarize import Endpoint
-from timeline import TimelineCli, at, since_t0
+from timeline import T0, TimelineCli, at, since_t0
 
 MIN = 60
 
@@ -174,6 +174,27 @@ def test_an_agent_without_a_catalog_cannot_go_out(cli, tmp_path):
     assert room.activities() == []
     assert "you have no activities catalog" in room.posts()[-1]["text"]
     assert "```away" not in room.seen()[0]["text"]
+
+
+def test_the_api_and_the_pages_show_it_away(cli, tmp_path):
+    import webserver
+    from poller.clock import Clock
+
+    room = Room(cli, tmp_path)
+    room.go_out()
+    served = webserver.start(cli.db_url, clock=Clock.at(T0 + dt.timedelta(minutes=5)))
+    try:
+        c = served.client(served.person("otto", "full", operator=True))
+        (helper,) = c.get("/api/v1/agents").json()
+        assert helper["state"] == "away" and helper["away"]["mood"] == "lobby"
+        assert helper["away"]["line"] == "out for a creek walk, back about 12:30 UTC"
+        assert c.get("/api/v1/why", params={"agent": "helper", "mood": "lobby"}).json()[
+            "away"]["activity"] == "creek_walk"
+        assert "out for a creek walk, back about 12:30 UTC" in c.get("/ops/agents").text
+        assert ("helper is away from the screen: out for a creek walk, back about 12:30 UTC"
+                in c.get("/m/lobby").text)
+    finally:
+        served.stop()
 
 
 # -- while out: the gate -------------------------------------------------------------------------

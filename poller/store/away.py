@@ -229,15 +229,20 @@ class Returned:
     missed: int
 
 
-def finish_return(s: Session, counter, absence_id: int, holder: str, account: str,
+def finish_return(s: Session, counter, absence: Absence, holder: str, account: str,
                   now: dt.datetime) -> Optional[Returned]:
     """Come back: the return post, the record, fresh eyes, the missed pings, in one
     transaction; None when the claim is no longer *holder*'s (another poller came back)."""
-    row = s.scalar(cycle.for_update(s, sa.select(Activity).where(Activity.id == absence_id)))
+    # Locks in the order settling takes them (a judgment's reply calls the absence back):
+    # the listener, then the absence, then the post (the cursor tables' advisory lock).
+    pair = (absence.agent_id, absence.mood_id)
+    l = cycle.listeners_for(s, {pair})[pair]
+    q = sa.select(Activity).where(Activity.id == absence.id)
+    if s.get_bind().dialect.name == "postgresql":  # NO KEY UPDATE: pings may still reference it
+        q = q.with_for_update(key_share=True)
+    row = s.scalar(q)
     if row is None or row.returned_at is not None or row.return_holder != holder:
         return None
-    # The listener first, then the post (the advisory lock): the order settling takes.
-    l = cycle.listeners_for(s, {(row.agent_id, row.mood_id)})[(row.agent_id, row.mood_id)]
     post = insert_post(s, counter, row.mood_id, row.agent_id,
                        away_rules.return_text(row.label, account), now, kind=PostKind.RETURN)
     fresh = now - row.departed_at >= dt.timedelta(minutes=row.archive_after_minutes)
