@@ -89,7 +89,7 @@ def _finish(ctx: Context, absence: absences.Absence, holder: str, now: dt.dateti
     if done is None:
         return 0
     log.info("%s is back from %s after %d minutes (%s%s; %d missed ping(s))", handle,
-             absence.label, out_for, done.absence.status, ", fresh eyes" if done.fresh_eyes else "",
+             away_rules.phrase(absence.label), out_for, done.absence.status, ", fresh eyes" if done.fresh_eyes else "",
              done.missed, extra={"action": "absence_returned", "agent": handle,
                                  "activity_id": absence.id, "status": done.absence.status,
                                  "missed": done.missed, "account": source})

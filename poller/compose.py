@@ -402,9 +402,9 @@ def _in_zone(request: WakeRequest) -> WakeRequest:
     until = request.session_until
     back = request.back
     if back is not None:
-        back = Back._make(back)._replace(pings=[
-            MissedPing(m.mood, post(m.post), [post(p) for p in m.around])
-            for m in (MissedPing._make(item) for item in back[4])])
+        back = Back._make(back)
+        back = back._replace(pings=[MissedPing(m.mood, post(m.post), [post(p) for p in m.around])
+                                    for m in (MissedPing._make(item) for item in back.pings)])
     return dataclasses.replace(
         request, now=request.now.astimezone(zone), woke=[post(p) for p in request.woke],
         session_until=until.astimezone(zone) if until is not None else None,
@@ -476,6 +476,7 @@ def _judgment(request: WakeRequest) -> dict | None:
 
 
 EXCERPTS = 3  # the newest pings a return wake shows with the posts around them
+MAX_PINGS_SHOWN = 50  # pings a return wake lists; older ones are counted
 
 
 def _back(request: WakeRequest, share: float) -> dict:
@@ -483,11 +484,14 @@ def _back(request: WakeRequest, share: float) -> dict:
     but those in the catch-up below), and the posts around the newest few."""
     if request.back is None:
         return {"phrase": "an activity", "out_for": "a while", "cut_short": False,
-                "fresh": False, "count": 0, "pings": "", "below": 0, "excerpts": ""}
+                "fresh": False, "count": 0, "pings": "", "older": 0, "below": 0,
+                "excerpts": ""}
     b = Back._make(request.back)
     pings = [MissedPing._make(m) for m in b.pings]
     in_catch_up = {p.id for p in request.history}
     listed = [m for m in pings if m.post.id not in in_catch_up]
+    older = max(0, len(listed) - MAX_PINGS_SHOWN)
+    listed = listed[older:]
     each = _each(share / 2, len(listed))
     one_liners = "\n".join(lines.line(m.post, request.now, max_chars=each, mood=m.mood)
                             for m in listed)
@@ -503,7 +507,8 @@ def _back(request: WakeRequest, share: float) -> dict:
     return {"phrase": lines.one_line(away.phrase(b.label), FIELD_CHARS),
             "out_for": _duration(b.out_for_s), "cut_short": bool(b.cut_short),
             "fresh": bool(b.fresh_eyes), "count": len(pings), "pings": one_liners,
-            "below": len(pings) - len(listed), "excerpts": "\n\n".join(blocks)}
+            "older": older, "below": len(pings) - len(listed) - older,
+            "excerpts": "\n\n".join(blocks)}
 
 
 def _member(m: Member) -> str:
@@ -664,7 +669,7 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "back": {"phrase": "«what it is back from, e.g. a creek walk»", "out_for": "«how long»",
                  "cut_short": True, "fresh": True, "count": 3,
                  "pings": "[«sender», «time», in «mood»] «a ping it missed, on one line»",
-                 "below": 1, "excerpts": 'Around «sender»\'s ping in "«mood»":\n'
+                 "older": 0, "below": 1, "excerpts": 'Around «sender»\'s ping in "«mood»":\n'
                                          "[«sender», «time»] «a post around the ping»"},
         "catch_up": "[«sender», «time»] «post, word for word»\n[«sender», «time», new] «a newer post»\n",
     }

@@ -22,8 +22,7 @@ class WakeKind(StrEnum):
     NUDGE = "nudge"  # the Mood it last spoke in has been quiet: an activity is on offer
 
 
-# Kinds that pierce an absence; the schedules organ fills it.
-SCHEDULED: tuple = ()
+SCHEDULED: tuple = ()  # kinds that pierce an absence; the schedules organ fills it
 
 
 class WakeStatus(StrEnum):

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from agents import agent_command, script, wakes_seen
-from test_summarize import Endpoint
+from test_summarize import endpoint  # noqa: F401  (the fixture: a real endpoint on loopback)
 from timeline import T0, TimelineCli, at, since_t0
 
 MIN = 60
@@ -358,19 +358,10 @@ def test_fresh_eyes_after_a_long_absence(cli, tmp_path, activity, fresh):
         assert "attic before it left" in text
     (a,) = room.activities()
     assert a["fresh_eyes"] is fresh
-    assert named  # (its id)
+    assert named in [p["id"] for p in room.posts("attic")]
 
 
 # -- the account of the outing --------------------------------------------------------------------
-
-
-@pytest.fixture
-def endpoint(request):
-    ep = Endpoint(request.param)
-    ep.thread.start()
-    yield ep
-    ep.server.shutdown()
-    ep.server.server_close()
 
 
 def with_endpoint(cli, tmp_path, url: str) -> TimelineCli:

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from test_acceptance import start_run, stop, wait_cycles
-from test_away import GOODBYE, Room
+from test_away import Room
 from timeline import TimelineCli, at, since_t0
 from waiting import HANG_GUARD_S, wait_for
 

@@ -9,7 +9,6 @@ import pytest
 
 from poller import away, catalog, compose, law, settings, tokens
 from poller.config import WakeConfig
-from poller.kinds import WakeKind
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 DEFAULTS = {k: v.default for k, v in settings.KEYS.items()}
@@ -370,3 +369,14 @@ def test_a_return_wake_lists_pings_and_the_posts_around_the_newest_three_only():
     for i in (10, 12, 14):
         assert f"before {i}" in text
     assert "after a long absence you see the last posts" in text
+
+
+def test_a_return_wake_with_very_many_pings_lists_the_newest_and_counts_the_rest():
+    pings = [compose.MissedPing("attic", compose.WakePost(
+        id=i, sender="ada", text=f"@helper number {i} " + "x" * 500,
+        created_at=NOW - dt.timedelta(minutes=300 - i))) for i in range(1, 201)]
+    text = wake(kind="return", woke=[], back=compose.Back("napping", 3600, pings=pings))
+    assert "While you were out, 200 posts named you" in text
+    assert "150 older ones are not listed." in text
+    assert "@helper number 151 " in text and "@helper number 150 " not in text
+    assert len(text) <= WakeConfig().prompt_cap_chars

@@ -23,7 +23,7 @@ from poller import away as away_rules, catalog as catalogs
 from poller.kinds import AbsenceStatus, ParticipantKind, PingKind, PostKind, Trust, WakeKind
 from poller.models import (Activity, ActivityPing, CatchUpMark, Mention, Mood, Owed,
                            Participant, Post, Wake, WakePost)
-from poller.store import cycle
+from poller.store import cycle, ops
 from poller.store.core import insert_post
 
 A = Activity.__table__
@@ -389,16 +389,7 @@ def idle_facts(s: Session, agent_id: int) -> tuple[Optional[int], Optional[dt.da
         A.c.agent_id == agent_id)).scalar()
     nudged = conn.execute(sa.select(sa.func.max(w.c.created_at)).where(
         w.c.agent_id == agent_id, w.c.kind == WakeKind.NUDGE)).scalar()
-    return spoke, _time(newest), _time(back), _time(nudged)
-
-
-def _time(at) -> Optional[dt.datetime]:
-    """A time as the column or an aggregate over it returns it, aware UTC."""
-    if at is None:
-        return None
-    if isinstance(at, str):
-        at = dt.datetime.fromisoformat(at)
-    return at if at.tzinfo is not None else at.replace(tzinfo=dt.timezone.utc)
+    return spoke, ops.aware(newest), ops.aware(back), ops.aware(nudged)
 
 
 # -- for operators -----------------------------------------------------------------------------

@@ -278,11 +278,11 @@ def floor_contenders(s: Session, mood_id: int) -> list[FloorContender]:
         sa.select(Wake.agent_id, sa.func.count())
         .where(Wake.agent_id.in_(ids), Wake.status.in_(IN_FLIGHT))
         .group_by(Wake.agent_id)).all())
-    return [FloorContender(r.id, r.handle, _aware(spoke.get(r.id)), load.get(r.id, 0))
+    return [FloorContender(r.id, r.handle, aware(spoke.get(r.id)), load.get(r.id, 0))
             for r in rows]
 
 
-def _aware(at) -> Optional[dt.datetime]:
+def aware(at) -> Optional[dt.datetime]:
     """An aggregate's time as the driver returns it (SQLite: naive text), made aware UTC."""
     if at is None:
         return None

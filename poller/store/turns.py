@@ -302,7 +302,12 @@ def apply_away(s: Session, w: Wake, block: blocks.Away, now: dt.datetime,
     if absences.active_for(s, w.agent_id) is not None:
         return "you are away from the screen already"
     agent = AgentInfo.from_rows(s.get(Participant, w.agent_id), s.get(Agent, w.agent_id))
-    cat = catalogs.of(agent)
+    try:
+        cat = catalogs.of(agent, strict=True)
+    except catalogs.CatalogError as exc:  # the why is for operators, not for the Mood
+        log.error("%s's away block: %s", agent.handle, exc,
+                  extra={"action": "catalog_invalid", "agent": agent.handle})
+        return "your activities catalog is invalid just now (the poller's log says why)"
     if cat is None:
         return ("you have no activities catalog, so there is nowhere to go (an operator "
                 "gives one with `mood-poller agent set --activities FILE`)")
