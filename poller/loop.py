@@ -21,7 +21,8 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
    are recorded.
 
 A cycle with nothing new reads two cursors and two index ranges (the due
-listeners, the absences due back), whatever the number of Moods.  ``run`` repeats the cycle until SIGTERM/SIGINT.
+listeners, the absences due back), whatever the number of Moods.  ``run``
+repeats the cycle until SIGTERM/SIGINT.
 """
 
 from __future__ import annotations

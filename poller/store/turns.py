@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 import random
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -294,8 +294,7 @@ def apply_settings(s: Session, w: Wake, block: blocks.Settings, now: dt.datetime
                       note=block.note, at=now))
 
 
-def apply_away(s: Session, w: Wake, block: blocks.Away, now: dt.datetime,
-               roll: Callable[[int, int], int] = random.randint) -> str:
+def apply_away(s: Session, w: Wake, block: blocks.Away, now: dt.datetime) -> str:
     """Start the absence the block asks for, after the reply just posted (its goodbye);
     or the reason it is refused.  The duration is rolled from the catalog entry."""
     cycle.lock_agent(s, w.agent_id)  # one absence at a time, whichever turn asks first
@@ -314,7 +313,7 @@ def apply_away(s: Session, w: Wake, block: blocks.Away, now: dt.datetime,
     entry = cat.entry(block.activity)
     if entry is None:
         return f"there is no activity {block.activity!r} in your catalog (yours: {', '.join(cat.ids)})"
-    minutes = roll(*entry.duration)
+    minutes = random.randint(*entry.duration)
     absence = absences.start(s, agent_id=w.agent_id, mood_id=w.mood_id, entry=entry, cat=cat,
                              note=block.note, minutes=minutes, post_id=w.reply_post_id,
                              wake_id=w.id, now=now)
