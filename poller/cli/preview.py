@@ -7,8 +7,10 @@ import click
 from poller.cli import App, common, pass_app
 from poller.kinds import WakeKind, names
 
-# Not a cut-off's follow-up, nor a person's slash command (a command is not composed).
-KINDS = [k for k in names(WakeKind) if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND)]
+# Not a cut-off's follow-up, a person's slash command (not composed) or a return (it
+# carries an absence's pings): none stands alone.
+KINDS = [k for k in names(WakeKind)
+         if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND, WakeKind.RETURN)]
 
 
 @click.command()
