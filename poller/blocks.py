@@ -1,12 +1,13 @@
 """Pure parsing of the blocks an agent may write in its reply.
 
 An agent's reply may carry, anywhere in it, one ```` ```handoff ```` block
-(carry context to or from another Mood), on full-tool turns one
-```` ```settings ```` block (change this Mood's dials for itself) and one
-```` ```alarm ```` block (ask for a wake at a time), one ```` ```checkin ````
-block (count a person's own words as their check-in) and, in a
-checkin-contact wake, one ```` ```contact ```` block (the one message to a
-person's contact, or why not).  ``parse``
+(carry context to or from another Mood), one ```` ```checkin ```` block (count a
+person's own words as their check-in), in a checkin-contact wake one
+```` ```contact ```` block (the one message to a person's contact, or why not),
+on full-tool turns one ```` ```settings ```` block (change this Mood's dials for
+itself) and one ```` ```alarm ```` block (ask for a wake at a time), and, when
+it has an activities catalog, one ```` ```away ```` block (step out after this
+reply, for one of its activities).  ``parse``
 takes the reply text and the turn's tools and returns the reply with the
 blocks taken out, each block checked as far as text alone allows, and the
 refusals: a block is either wholly valid or refused with a reason, never half
@@ -23,13 +24,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from poller import errors, settings, text
+from poller import catalog, errors, settings, text
 
-KINDS = ("handoff", "settings", "alarm", "checkin", "contact")
+KINDS = ("handoff", "settings", "away", "alarm", "checkin", "contact")
 MAX_ABOUT_CHARS = 100
 MAX_CONTEXT_CHARS = 8_000
 MAX_NOTE_CHARS = 500
 HANDOFF_KEYS = ("to", "from", "about", "for")
+AWAY_KEYS = ("activity", "note")
 
 FENCE_RE = re.compile(r"^[ \t]{0,3}```[ \t]*(?P<info>[^\s`]*)[^`]*$")
 LINE_RE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)[ \t]*:[ \t]*(?P<value>.*)$")
@@ -73,8 +75,14 @@ class ContactBlock:
 
 
 @dataclass(frozen=True)
+class Away:
+    activity: str  # an id of the agent's catalog (checked when applied)
+    note: str = ""  # why it goes: seeds its account when it is back
+
+
+@dataclass(frozen=True)
 class Refused:
-    block: str  # handoff | settings | alarm | checkin | contact
+    block: str  # handoff | settings | away | alarm | checkin | contact
     reason: str
 
 
@@ -84,6 +92,7 @@ class Parsed:
     handoff: Optional[Handoff] = None
     settings: Optional[Settings] = None
     refused: tuple[Refused, ...] = ()
+    away: Optional[Away] = None
     found: tuple[str, ...] = field(default=())  # kinds of block seen, valid or not
     alarm: Optional[AlarmBlock] = None
     checkin: Optional[CheckinBlock] = None
@@ -154,7 +163,8 @@ def parse(reply: str, *, tools: str) -> Parsed:
             refused.append(Refused(kind, str(exc)))
             found[kind] = None
     return Parsed(remaining, found.get("handoff"), found.get("settings"), tuple(refused),
-                  tuple(found), found.get("alarm"), found.get("checkin"), found.get("contact"))
+                  away=found.get("away"), found=tuple(found), alarm=found.get("alarm"),
+                  checkin=found.get("checkin"), contact=found.get("contact"))
 
 
 class _Refuse(Exception):
@@ -170,6 +180,8 @@ def _check(block: _Block, tools: str):
         return checkin_block(block.body)
     if block.kind == "contact":
         return contact_block(block.body)
+    if block.kind == "away":
+        return away_block(block.body)
     if tools != "full":
         raise _Refuse(f"a {block.kind} block is only honoured on a full-tool turn; "
                       "this turn was look-only")
@@ -325,3 +337,23 @@ def contact_block(body: list[str]) -> ContactBlock:
     if len(subject) > MAX_SUBJECT_CHARS:
         raise _Refuse(f"subject: is {len(subject)} characters; the limit is {MAX_SUBJECT_CHARS}")
     return ContactBlock(subject, message)
+
+
+def away_block(body: list[str]) -> Away:
+    """An away block's ``activity:`` (required) and ``note:`` (optional) lines."""
+    head: dict[str, str] = {}
+    for key, value in _pairs(body, "away"):
+        if key not in AWAY_KEYS:
+            raise _Refuse(f"unknown line {key + ':'!r} in the away block (expected activity:, note:)")
+        if key in head:
+            raise _Refuse(f"{key}: is given twice in the away block")
+        head[key] = value
+    activity = head.get("activity", "").strip()
+    if not activity:
+        raise _Refuse("an away block needs activity: (one of your activities' ids)")
+    if not catalog.ID_RE.fullmatch(activity):
+        raise _Refuse(f"activity: {activity[:60]!r} is not an activity id")
+    note = head.get("note", "").strip()
+    if len(note) > MAX_NOTE_CHARS:
+        raise _Refuse(f"note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}")
+    return Away(activity, note)

@@ -112,6 +112,7 @@ class PollerConfig:
     arrival_window: float = 1800.0  # sign-ins older than this are not arrivals
     lease: float = 30.0  # SQLite single-poller lease, renewed each cycle
     turn_stale: float = 60.0  # a turn on another machine with no heartbeat this long is closed
+    return_floor: float = 20.0  # absences past due when `run` starts come back this long after
     # Variables passed to agents beyond PATH, HOME, LANG...: in the file a list of
     # names or one comma-separated string; held here as the comma-separated string.
     agent_env: str = ""
@@ -255,6 +256,7 @@ RULES: dict[str, Rule] = {
     "poller.arrival_window": _seconds(min=0),
     "poller.lease": _seconds(above=0),
     "poller.turn_stale": _seconds(above=0),
+    "poller.return_floor": _seconds(min=0),
     "poller.agent_env": Rule(str, shape="names"),
     "poller.launch": Rule(str, choices=LAUNCHERS),
     "poller.usd_per_mtok_in": Rule(float, min=0, max=1e6, unit="US dollars"),

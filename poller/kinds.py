@@ -19,6 +19,8 @@ class WakeKind(StrEnum):
     QUIET = "quiet"
     CUT_OFF = "cut-off"  # a look-only follow-up after a turn was cut off with no reply
     COMMAND = "command"  # a person's slash command (/compact...) run in a Claude Code session
+    RETURN = "return"  # back from an activity: the pings missed while out
+    NUDGE = "nudge"  # the Mood it last spoke in has been quiet: an activity is on offer
     # Scheduled: due at a time, not by what was said (poller.scheduled decides them,
     # never the listeners' loop in poller.evaluate).
     ALARM = "alarm"  # someone asked for a wake at a time
@@ -75,6 +77,23 @@ class PostKind(StrEnum):
     SILENT = "silent"
     SYSTEM = "system"
     HANDOFF = "handoff"
+    RETURN = "return"  # an agent back from an activity, telling of it in its own words
+
+
+class AbsenceStatus(StrEnum):
+    """An activity row: out until it returns, then how the absence ended."""
+
+    AWAY = "away"
+    COMPLETED = "completed"
+    CUT_SHORT = "cut_short"
+
+
+class PingKind(StrEnum):
+    """A mention that reached an agent while it was out."""
+
+    JUDGMENT = "judgment"  # woke it for a judgment: come back now, or stay out
+    NOTED = "noted"  # noted by the gate, for the return
+    FOUND = "found"  # found at the return by scanning the posts made while it was out
 
 
 class Waker(StrEnum):

@@ -29,6 +29,15 @@ ended silent, each further silent one doubles the Mood's consider spacing
 (an hour's budget spread evenly: 10 minutes at 6 an hour), never past the
 12 h rest.  A quiet look's doubling resets when someone speaks; a Mood's calm
 resets when an agent speaks there or a person names one.
+
+Away: while an agent is out on an activity (:mod:`poller.away`), one gate,
+right after the Mood's own (listening, archived), weighs every wake.
+Considers, quiet looks, arrivals and the rest are ``skipped:away``.  A
+mention earns one *judgment* (it wakes as usual, and the wake asks whether
+to come back) only from a person with trust ``full`` who has not had one this
+absence, in the Mood the agent left from, while its activity is reachable;
+any other mention is ``skipped:away-noted-<why>`` and kept for its return.
+Kinds in :data:`poller.kinds.SCHEDULED` pierce an absence.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from poller.text import iso
 KINDS = names(WakeKind)  # every kind decide weighs (the listeners' loop tries kinds.LISTENED)
 HOUR = dt.timedelta(hours=1)
 UNPROMPTED = frozenset({WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL})  # share a floor
+OWED = frozenset({WakeKind.MENTION, WakeKind.RETURN})  # answer posts owed: never lost to a gate
 READY_CAP_H = 12.0  # readiness stops growing after this many hours without speaking
 REASON_MAX = 64  # the width of decisions.reason
 REST = dt.timedelta(hours=12)  # the longest that calm ever slows a wait to
@@ -53,6 +63,33 @@ def slowed(base_s: float, doublings: int) -> dt.timedelta:
     if doublings <= 0:
         return dt.timedelta(seconds=base_s)
     return min(dt.timedelta(seconds=base_s * 2 ** min(doublings, 32)), REST)
+
+
+@dataclass(frozen=True)
+class Pinger:
+    """Who sent one of the mentions owed, as the away gate weighs them."""
+
+    handle: str
+    full_person: bool  # a person with trust full
+    judged: bool = False  # has had its judgment this absence
+
+
+@dataclass(frozen=True)
+class Away:
+    """The agent is out: what the away gate weighs a wake on."""
+
+    since: dt.datetime
+    until: dt.datetime  # when it is due back
+    reachable: bool  # the activity lets a trusted ping call it back
+    left_here: bool  # the Mood weighed is the one it left from
+    pingers: tuple[Pinger, ...] = ()  # the owed mentions' senders (mentions only)
+
+    def judges(self) -> tuple[str, ...]:
+        """The handles whose pings earn a judgment wake now."""
+        if not (self.left_here and self.reachable):
+            return ()
+        return tuple(dict.fromkeys(p.handle for p in self.pingers
+                                   if p.full_person and not p.judged))
 
 
 @dataclass(frozen=True)
@@ -88,6 +125,8 @@ class Facts:
     # dollars: what the agent spent since midnight in the Mood's zone, here and in every Mood
     spent_here: float = 0.0
     spent_all: float = 0.0
+    # the agent is out on an activity; None: it is at the screen
+    away: Optional[Away] = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +150,7 @@ WAKE = Decision(Outcome.WAKE, "woke")
 
 def decide(f: Facts) -> Decision:
     """Apply the law, first blocking rule wins."""
-    for rule in (_gates, _kind_rules, _budget, _capacity, _pacing, _floor):
+    for rule in (_gates, _away, _kind_rules, _budget, _capacity, _pacing, _floor):
         verdict = rule(f)
         if verdict is not None:
             return verdict
@@ -145,15 +184,41 @@ def _gates(f: Facts) -> Optional[Decision]:
     listening = f.settings["listening"]
     if f.kind == WakeKind.COMMAND:
         return None  # a person's command, not conversation: run whatever the Mood's dials
-    if f.kind != WakeKind.MENTION and f.archived:
+    if f.kind not in OWED and f.archived:
         return Decision(Outcome.SKIP, "archived")
     if listening == "off":
-        if f.kind == WakeKind.MENTION:
-            return Decision(Outcome.HOLD, "listening-off", f.listening_until)
+        if f.kind in OWED:
+            return _blocked(f, "listening-off", f.listening_until)
         return Decision(Outcome.SKIP, "listening-off")
-    if listening == "mentions" and f.kind != WakeKind.MENTION:
+    if listening == "mentions" and f.kind not in OWED:
         return Decision(Outcome.SKIP, "listening-mentions")
     return None
+
+
+def _away(f: Facts) -> Optional[Decision]:
+    """While the agent is out: a judgment, a ping noted for its return, or nothing."""
+    a = f.away
+    if a is None or f.kind in SCHEDULED or f.kind == WakeKind.COMMAND:
+        return None  # scheduled wakes pierce an absence; a person's command runs in the session
+    if f.kind == WakeKind.MENTION:
+        why = noted_because(a)
+        return Decision(Outcome.SKIP, why) if why else None
+    if f.kind == WakeKind.RETURN:  # back and out again before its pings were read: they wait
+        return Decision(Outcome.DEFER, "away", a.until)
+    return Decision(Outcome.SKIP, "away")
+
+
+def noted_because(a: Away) -> str:
+    """Why the owed mentions are noted for the return rather than judged ("" to judge)."""
+    if not a.left_here:
+        return "away-noted-other-mood"
+    if not a.reachable:
+        return "away-noted-unreachable"
+    if a.judges():
+        return ""
+    if any(p.full_person for p in a.pingers):
+        return "away-noted-judged"
+    return "away-noted-trust"
 
 
 def _kind_rules(f: Facts) -> Optional[Decision]:
@@ -229,9 +294,10 @@ def _capacity(f: Facts) -> Optional[Decision]:
 
 
 def _pacing(f: Facts) -> Optional[Decision]:
-    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF, WakeKind.COMMAND, *SCHEDULED):
-        # mentions, a cut-off's follow-up, commands and what was asked for at a time are
-        # never cooled down
+    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF, WakeKind.COMMAND, WakeKind.RETURN,
+                  *SCHEDULED):
+        # mentions, a cut-off's follow-up, commands, a return's pings and what was asked
+        # for at a time are never cooled down
         return None
     if f.cooldown_until is not None and f.cooldown_until > f.now:
         return Decision(Outcome.DEFER, "cooldown", f.cooldown_until)

@@ -7,6 +7,8 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
    finds wakes nobody started;
 2. **scan** (:mod:`poller.scan`): reads new posts and sign-ins past its
    cursors, in batches, and updates only the listeners they touch;
+   then **away and back** (:mod:`poller.absence`): brings back the agents
+   whose absence is up and, once a minute, offers idle nudges;
 3. **evaluate** (:mod:`poller.evaluate`): takes the listeners that are due
    (an indexed ``due_at``) a batch at a time, claims the batch and reads its
    facts with a few set queries (:mod:`poller.store.facts`), applies the law
@@ -21,8 +23,9 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
 6. **launch** (:mod:`poller.launch`): starts the batch's turns once its wakes
    are recorded.
 
-A cycle with nothing new reads two cursors and one index range, whatever the
-number of Moods.  ``run`` repeats the cycle until SIGTERM/SIGINT.
+A cycle with nothing new reads two cursors and two index ranges (the due
+listeners, the absences due back), whatever the number of Moods.  ``run``
+repeats the cycle until SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ import time
 import uuid
 from typing import Callable, Optional
 
-from poller import clock as clock_mod, config as config_mod, draft as drafts, errors, evaluate
+from poller import absence, catalog as catalogs, clock as clock_mod, config as config_mod
+from poller import draft as drafts, errors, evaluate
 from poller import launch, mail, nudge, recover, scan, scheduled, screen, summarize, text
 from poller.kinds import WakeKind
 from poller.context import Context, Planned, TickReport
@@ -80,6 +84,9 @@ class Poller:
         self.clock: Optional[Callable[[], dt.datetime]] = None  # run's clock, once it runs
         self.scope = scope
         self._served: Optional[set[int]] = None  # the Moods the scope serves (None: all)
+        self.booted_at: Optional[dt.datetime] = None  # when run started (the return floor)
+        self._catalogs_checked = False
+        self._nudges_at: Optional[dt.datetime] = None  # when idle nudges were last weighed
 
     @property
     def settings(self):
@@ -157,6 +164,8 @@ class Poller:
             if not self.scope.everything:
                 self._served = {i for i, slug in cycle.mood_slugs(s).items()
                                 if self.scope.serves(slug)}
+        if not self._catalogs_checked:
+            self.check_catalogs()
         if changed:
             with self._tx() as s:
                 cycle.lift_holds(s, now)  # new settings may lift holds
@@ -166,10 +175,30 @@ class Poller:
             report.scram = True
             return
         start = self._start if launch_turns else None
+        if launch_turns:  # not in a dry run: a return writes outside its transaction
+            self._away_and_back(now, report)
         scheduled.run(self, now, report, start, transient_errors())
         self._evaluate_due(now, report, start)
         if launch_turns:
             mail.send_waiting(self.store, self.config.mail, self.holder, now)
+
+    def check_catalogs(self) -> None:
+        """Every agent's activities catalog, read once as the poller starts: one that is
+        present but invalid stops it (ConfigError, exit 78) rather than being ignored."""
+        with self._rx() as s:
+            agents = cycle.agents(s)
+        for agent in agents.values():
+            catalogs.of(agent, strict=True)
+        self._catalogs_checked = True
+
+    def _away_and_back(self, now: dt.datetime, report: TickReport) -> None:
+        """Bring back the agents whose absence is up; offer idle nudges (once a minute)."""
+        floor = (self.booted_at + dt.timedelta(seconds=self.config.poller.return_floor)
+                 if self.booted_at is not None else None)
+        report.returned = absence.come_back(self.ctx, self.holder, now, floor, self.booted_at)
+        if self._nudges_at is None or now - self._nudges_at >= absence.NUDGE_EVERY:
+            self._nudges_at = now
+            absence.nudges(self.ctx, now)
 
     def _drain(self, cursor: str, step, now: dt.datetime) -> int:
         """Run a scan step in short transactions until the backlog is read.
@@ -337,6 +366,7 @@ class Poller:
         """
         waiting_logged = False
         self.clock = clock
+        self.booted_at = clock()
         listener = self.listen_for_commits()
         beat_at = 0.0
         try:

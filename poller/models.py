@@ -236,6 +236,9 @@ class Listener(Base):
     stopped_by: Mapped[Optional[str]] = mapped_column(String(64))
     # A person's slash command for the agent's session here, waiting to run (migration 0010).
     command_post_id: Mapped[int] = mapped_column(BigInteger, default=0)  # 0: none
+    # Back from an absence with pings it missed: a return wake is due here (migration 0011).
+    return_of: Mapped[int] = mapped_column(BigInteger, default=0)  # the activity; 0: none
+    nudge_due_at: Mapped[Optional[dt.datetime]]  # an idle nudge is due here
 
 
 class Owed(Base):
@@ -446,6 +449,81 @@ class PollerBeat(Base):
     interval: Mapped[float]
     took: Mapped[float]  # seconds the cycle took
     scope: Mapped[str] = mapped_column(String(300), default="all", server_default="all")  # the Moods it serves
+
+
+# -- Away and back (migration 0011) -------------------------------------------------------------
+
+
+class Activity(Base):
+    """An absence: an agent out for an activity from its catalog.
+
+    Append-only: the absence in progress has ``returned_at`` NULL; its return
+    fills in how it ended.  What the return needs of the catalog entry (label,
+    seed, reachable, the knobs) is kept on the row, so a return after a
+    restart does not depend on the file.  ``return_holder`` claims the return
+    flow for one poller (a claim whose holder died is taken over).
+    """
+
+    __tablename__ = "activities"
+    __table_args__ = (Index("ix_activities_agent_id", "agent_id", "id"),
+                      Index("ix_activities_returned_due", "returned_at", "due_at"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))  # the Mood it left from
+    activity: Mapped[str] = mapped_column(String(40))  # the catalog id
+    label: Mapped[str] = mapped_column(String(100))
+    seed: Mapped[str] = mapped_column(Text)
+    note: Mapped[str] = mapped_column(Text, default="")
+    reachable: Mapped[bool] = mapped_column(Boolean)
+    archive_after_minutes: Mapped[int] = mapped_column(Integer)
+    catch_up_limit: Mapped[int] = mapped_column(Integer)
+    departed_at: Mapped[dt.datetime]
+    due_at: Mapped[dt.datetime]  # when it comes back (sooner if a ping calls it back)
+    departure_post_id: Mapped[int] = mapped_column(BigId, ForeignKey("posts.id"))  # its goodbye
+    departure_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    status: Mapped[str] = mapped_column(String(16), default="away")  # away|completed|cut_short
+    cut_short_by: Mapped[Optional[int]] = mapped_column(ForeignKey("participants.id"))
+    returned_at: Mapped[Optional[dt.datetime]]
+    return_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
+    return_holder: Mapped[Optional[str]] = mapped_column(String(100))
+    return_claimed_at: Mapped[Optional[dt.datetime]]
+    missed: Mapped[int] = mapped_column(Integer, default=0)  # pings its return wake lists
+    fresh_eyes: Mapped[bool] = mapped_column(Boolean, default=False)  # long enough to reset
+
+
+class ActivityPing(Base):
+    """A mention that reached an agent while it was out: a judgment it was woken for,
+    one the gate noted, or one found when it came back."""
+
+    __tablename__ = "activity_pings"
+    __table_args__ = (UniqueConstraint("activity_id", "post_id",
+                                       name="uq_activity_pings_activity_post"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    activity_id: Mapped[int] = mapped_column(BigId, ForeignKey("activities.id"))
+    post_id: Mapped[int] = mapped_column(BigId, ForeignKey("posts.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    sender_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    kind: Mapped[str] = mapped_column(String(16))  # judgment | noted | found
+    wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    at: Mapped[dt.datetime]
+
+
+class CatchUpMark(Base):
+    """Fresh eyes in one Mood: after a long absence, the posts made while the agent was out
+    that are older than the Mood's last ``catch_up_limit`` and do not mention it are
+    missed, never shown nor summarized in its wakes."""
+
+    __tablename__ = "catch_up_marks"
+
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), primary_key=True)
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"), primary_key=True)
+    activity_id: Mapped[int] = mapped_column(BigId, ForeignKey("activities.id"))
+    from_id: Mapped[int] = mapped_column(BigInteger)  # its goodbye: the window starts after it
+    missed_before: Mapped[int] = mapped_column(BigInteger)  # missed: from_id < id < this
+    missed: Mapped[int] = mapped_column(Integer)
+    at: Mapped[dt.datetime]
 
 
 # -- Scheduled wakes and check-in agreements (migration 0012) ---------------------------------

@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mood": ("moods", "Create, list and archive Moods."),
     "person": ("people", "Add people and set how far they are trusted."),
     "agent": ("people", "Add agents and say how each is woken."),
+    "activities": ("activities", "Agents' absences, newest first: who went out for what, from "
+                                 "which Mood, from when to when, and whether a ping cut it short."),
     "post": ("posts", "Post TEXT to the Mood SLUG (TEXT '-' reads stdin)."),
     "posts": ("posts", "Show the Mood SLUG's latest posts, newest last."),
     "signin": ("posts", "Record that HANDLE signed in to a Mood."),

@@ -7,9 +7,11 @@ import click
 from poller.cli import App, common, pass_app
 from poller.kinds import LISTENED, WakeKind
 
-# Not a cut-off's follow-up, nor a person's slash command (a command is not composed), nor a
-# scheduled wake (it comes from its alarm or agreement): `preview --frames` shows those.
-KINDS = [k.value for k in LISTENED if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND)]
+# Not a cut-off's follow-up, a person's slash command (not composed) or a return (it
+# carries an absence's pings): none stands alone; nor a scheduled wake (it comes from
+# its alarm or agreement): `preview --frames` shows those.
+KINDS = [k.value for k in LISTENED
+         if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND, WakeKind.RETURN)]
 
 
 @click.command()

@@ -69,13 +69,13 @@ def take_lease(s: Session, name: str, holder: str, now: dt.datetime,
     if row is None:
         s.add(Lease(name=name, holder=holder, expires_at=now + length))
         return None
-    if row.holder == holder or row.expires_at <= now or _holder_dead(row.holder):
+    if row.holder == holder or row.expires_at <= now or holder_dead(row.holder):
         row.holder, row.expires_at = holder, now + length
         return None
     return Lease(name=row.name, holder=row.holder, expires_at=row.expires_at)
 
 
-def _holder_dead(holder: str) -> bool:
+def holder_dead(holder: str) -> bool:
     """A holder on this host whose process is gone (a crash) need not be waited out."""
     host, _, rest = holder.partition(":")
     pid = rest.partition(":")[0]
@@ -277,7 +277,8 @@ def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[in
     found = {(l.agent_id, l.mood_id): l for l in s.scalars(q) if (l.agent_id, l.mood_id) in pairs}
     for agent_id, mood_id in pairs - set(found):
         row = Listener(agent_id=agent_id, mood_id=mood_id, last_person_id=0, looked_id=0,
-                       consider_from_id=0, quiet_backoff=0, arrival_signin_id=0, followup_of=0)
+                       consider_from_id=0, quiet_backoff=0, arrival_signin_id=0, followup_of=0,
+                       return_of=0)
         s.add(row)
         found[(agent_id, mood_id)] = row
     return found
@@ -293,8 +294,11 @@ def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]
     # Unprompted looks wait out a cooldown; a mention never does.
     if soonest and not owed and l.cooldown_until is not None and soonest < l.cooldown_until:
         soonest = l.cooldown_until
-    if l.followup_of and l.followup_due_at is not None:  # nor does a cut-off's follow-up
-        soonest = l.followup_due_at if soonest is None else min(soonest, l.followup_due_at)
+    for due in (l.followup_due_at if l.followup_of else None,  # nor does a cut-off's follow-up,
+                now if l.return_of else None,  # a return's missed pings,
+                l.nudge_due_at):  # or an idle nudge
+        if due is not None:
+            soonest = due if soonest is None else min(soonest, due)
     return soonest
 
 
@@ -695,7 +699,8 @@ def listener_print(l) -> tuple:
     """The listener's part of a fingerprint: its timers, cursors and hold."""
     return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
             l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
-            l.followup_of, l.followup_due_at, l.stopped_at, l.command_post_id)
+            l.followup_of, l.followup_due_at, l.stopped_at, l.command_post_id, l.return_of,
+            l.nudge_due_at)
 
 
 def newest_person_post(s: Session, mood_id: int) -> int:

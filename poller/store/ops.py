@@ -40,6 +40,11 @@ class WakeRecord:
     progress: Optional[str] = None  # what a running turn is doing (names only)
 
 
+def names(s: Session) -> tuple[dict, dict]:
+    """Every participant's handle and every Mood's slug, by id."""
+    return _names(s)
+
+
 def _names(s: Session) -> tuple[dict, dict]:
     handles = {r.id: r.handle for r in s.execute(sa.select(Participant.id, Participant.handle))}
     slugs = {r.id: r.slug for r in s.execute(sa.select(Mood.id, Mood.slug))}
@@ -302,11 +307,11 @@ def floor_contenders(s: Session, mood_id: int) -> list[FloorContender]:
         sa.select(Wake.agent_id, sa.func.count())
         .where(Wake.agent_id.in_(ids), Wake.status.in_(IN_FLIGHT))
         .group_by(Wake.agent_id)).all())
-    return [FloorContender(r.id, r.handle, _aware(spoke.get(r.id)), load.get(r.id, 0))
+    return [FloorContender(r.id, r.handle, aware(spoke.get(r.id)), load.get(r.id, 0))
             for r in rows]
 
 
-def _aware(at) -> Optional[dt.datetime]:
+def aware(at) -> Optional[dt.datetime]:
     """An aggregate's time as the driver returns it (SQLite: naive text), made aware UTC."""
     if at is None:
         return None

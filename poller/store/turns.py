@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import random
 from dataclasses import dataclass
 from typing import Optional
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import blocks, errors, law, settings, settle, slash
+from poller import blocks, catalog as catalogs, errors, law, settings, settle, slash
 from poller.kinds import PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
                            Refusal, Setting, Turn, Wake, WakePost)
 from poller.text import MAX_POST_CHARS
 from poller import procs
-from poller.store import cycle
+from poller.store import away as absences, cycle
 from poller.store.core import Store, insert_post, resolve_in
 from poller.values import AgentInfo
 
@@ -223,6 +224,8 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
         if outcome.cost is None and prices is not None:
             turn.cost_usd = prices.cost(w.prompt_tokens, post.tokens)
         w.error = "; ".join(n for n in (outcome.note, reply.note) if n)
+        if reply.kind == "post":
+            come_back_if_called(s, w, now)
         apply_blocks(s, store.counter, w, parsed, now)
         after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
         return w.status
@@ -255,6 +258,17 @@ def command_done(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str
     if l is not None:
         l.due_at = now  # what waited for the session is looked at again
     return w.status
+
+
+def come_back_if_called(s: Session, w: Wake, now: dt.datetime) -> None:
+    """A real reply to a judgment (a trusted ping while the agent was out) cuts the
+    absence short: it comes back now.  A silent one keeps it out."""
+    judged = absences.judgment_of(s, w.id)
+    if judged is not None:
+        absences.call_back(s, *judged, now)
+        log.info("wake %s: a reply to a judgment, so the absence is cut short", w.id,
+                 extra={"action": "absence_cut_short", "wake_id": w.id,
+                        "activity_id": judged[0]})
 
 
 def owe_again(s: Session, w: Wake, now: dt.datetime) -> None:
@@ -315,6 +329,10 @@ def apply_blocks(s: Session, counter, w: Wake, parsed: blocks.Parsed, now: dt.da
         why = apply_handoff(s, counter, w, parsed.handoff, now)
         if why:
             refused.append(blocks.Refused("handoff", why))
+    if parsed.away is not None:
+        why = apply_away(s, w, parsed.away, now)
+        if why:
+            refused.append(blocks.Refused("away", why))
     handle = handle_of(s, w.agent_id)
     for r in refused:
         s.add(Refusal(wake_id=w.id, agent_id=w.agent_id, mood_id=w.mood_id, block=r.block,
@@ -335,6 +353,35 @@ def apply_settings(s: Session, w: Wake, block: blocks.Settings, now: dt.datetime
         s.add(Setting(mood_id=w.mood_id, agent_id=w.agent_id, key=key,
                       value=str(settings.validate(key, value)), until=None, set_by=w.agent_id,
                       note=block.note, at=now))
+
+
+def apply_away(s: Session, w: Wake, block: blocks.Away, now: dt.datetime) -> str:
+    """Start the absence the block asks for, after the reply just posted (its goodbye);
+    or the reason it is refused.  The duration is rolled from the catalog entry."""
+    cycle.lock_agent(s, w.agent_id)  # one absence at a time, whichever turn asks first
+    if absences.active_for(s, w.agent_id) is not None:
+        return "you are away from the screen already"
+    agent = AgentInfo.from_rows(s.get(Participant, w.agent_id), s.get(Agent, w.agent_id))
+    try:
+        cat = catalogs.of(agent, strict=True)
+    except catalogs.CatalogError as exc:  # the why is for operators, not for the Mood
+        log.error("%s's away block: %s", agent.handle, exc,
+                  extra={"action": "catalog_invalid", "agent": agent.handle})
+        return "your activities catalog is invalid just now (the poller's log says why)"
+    if cat is None:
+        return ("you have no activities catalog, so there is nowhere to go (an operator "
+                "gives one with `mood-poller agent set --activities FILE`)")
+    entry = cat.entry(block.activity)
+    if entry is None:
+        return f"there is no activity {block.activity!r} in your catalog (yours: {', '.join(cat.ids)})"
+    minutes = random.randint(*entry.duration)
+    absence = absences.start(s, agent_id=w.agent_id, mood_id=w.mood_id, entry=entry, cat=cat,
+                             note=block.note, minutes=minutes, post_id=w.reply_post_id,
+                             wake_id=w.id, now=now)
+    log.info("%s went out: %s for %d minutes", agent.handle, entry.label, minutes,
+             extra={"action": "absence_started", "wake_id": w.id, "activity_id": absence.id,
+                    "activity": entry.id, "minutes": minutes})
+    return ""
 
 
 def apply_handoff(s: Session, counter, w: Wake, h: blocks.Handoff, now: dt.datetime) -> str:

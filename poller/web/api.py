@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from poller import errors, observe, settings, text
-from poller.kinds import WakeKind, WakeStatus, names
+from poller.kinds import PostKind, WakeKind, WakeStatus, names
 from poller.store import access
 from poller.web.auth import Refused
 
@@ -184,7 +184,7 @@ def agent_rows(store, now: dt.datetime) -> list[dict]:
         out.append({"handle": a["handle"], "state": state, "at_work": flight.get(a["handle"], []),
                     "held": a["held"], "owed": a["owed"], "next_due": due.get(a["handle"]),
                     "turns_today": today.turns, "tokens_today": today.tokens,
-                    "usd_today": today.usd})
+                    "usd_today": today.usd, "away": a["away"]})
     return out
 
 
@@ -308,7 +308,7 @@ def _many(item: dict) -> dict:
 
 MOOD = _out(id=INT, slug=S, title=S, archived=BOOL, created_at=TIME)
 POST = _out(id=INT, mood=S, sender=S, sender_kind={"enum": ["person", "agent"]},
-            created_at=TIME, kind={"enum": ["post", "silent", "system", "handoff"]}, text=S,
+            created_at=TIME, kind={"enum": list(names(PostKind))}, text=S,
             reply_to=MAYBE_INT, tokens=INT)
 WAKE = _out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
             tools={"enum": ["full", "look"]}, status={"enum": list(names(WakeStatus))},
@@ -321,9 +321,12 @@ MAYBE_S = {"type": ["string", "null"]}
 # progress: what a Claude Code turn is doing now (the tool, a file's name), or null
 AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S, progress=MAYBE_S)
 HELD = _out(mood=S, reason=S)
+AWAY = {"type": ["object", "null"], "properties": {
+    "activity": S, "label": S, "mood": S, "since": TIME, "back_about": TIME,
+    "reachable": BOOL, "called_back": BOOL, "line": S}}
 AGENT_STATE = _out(handle=S, state={"enum": ["idle", "at work", "holding", "away"]},
                    at_work=_many(AT_WORK), held=_many(HELD), owed=INT, next_due=MAYBE_TIME,
-                   turns_today=INT, tokens_today=INT, usd_today={"type": "number"})
+                   turns_today=INT, tokens_today=INT, usd_today={"type": "number"}, away=AWAY)
 SETTINGS = {"type": "object", "additionalProperties": _out(
     value={"type": ["string", "integer", "number", "null"]}, slot=S, until=MAYBE_TIME)}
 SCRAM = {"type": ["object", "null"], "properties": {"by": {"type": ["string", "null"]},
@@ -335,7 +338,7 @@ STATUS = _out(scram=SCRAM, agents=_many({"type": "object"}), in_flight=_many({"t
 WHY = _out(mood=S, agent=S, scram=SCRAM, hold={"type": ["object", "null"]}, owed=INT,
            in_flight=MAYBE_INT, decisions={"type": "object"}, timers={"type": "object"},
            quarantined=_many({"type": "object"}), first_cycle_run=BOOL,
-           mentions_before_first_cycle=INT)
+           mentions_before_first_cycle=INT, away=AWAY)
 ALARM = _out(id=INT, agent=S, mood=S, kind={"enum": ["at", "daily", "cron"]}, spec=S, tz=S,
              note=S, set_by=S, lateness_cutoff_minutes=INT, next={"type": ["string", "null"]},
              next_at=MAYBE_TIME, fired=INT, removed_at=MAYBE_TIME)

@@ -198,9 +198,12 @@ def mood_page(request, door, who, form) -> Response:
     posts = access.posts_page(door.store, slug, limit=POSTS_SHOWN,
                               before_id=int(before) if before else None)
     earlier = posts[0].id if len(posts) == POSTS_SHOWN else None
+    handles = {a.id: a.handle for a in door.store.agents()}
+    away = [(handles[a], out["line"]) for a, out in observe.away(door.store, door.clock()).items()
+            if a in handles]
     return render(request, "mood.html", mood=mood, posts=[p.to_json() for p in posts],
                   after=f"{posts[-1].id if posts else 0}.{heads.wake_id}", earlier=earlier,
-                  live=not before)
+                  live=not before, away=sorted(away))
 
 
 def post_form(request, door, who, form) -> Response:
