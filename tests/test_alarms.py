@@ -234,3 +234,20 @@ def test_an_agent_over_its_daily_budget_gets_its_alarm_after_midnight(cli, tmp_p
     c("tick", "--now", "2026-10-20T00:01:00Z", "--wait")
     (w,) = wakes(c)
     assert "noticed only now" in text_of(c, w["id"])
+
+
+def test_an_alarm_pierces_an_absence(sqlite_url, tmp_path):
+    from test_away import Room, kinds
+    from timeline import TimelineCli, at
+
+    c = TimelineCli(sqlite_url)
+    c("init")
+    room = Room(c, tmp_path)
+    c("alarm", "add", "--agent", "helper", "--mood", "lobby", "--at", "2026-11-30 12:10",
+      "--tz", "UTC", "--note", "the oven", "--now", at(0))
+    room.go_out()  # out for 30 minutes from about 12:00
+    room.say("Checked the oven.")
+    room.post(5 * 60, "bob", "anyone around?")  # unprompted: the away gate holds it
+    room.tick(10 * 60)
+    assert kinds(room)[-1] == "alarm" and [a["status"] for a in room.activities()] == ["away"]
+    assert "  the oven" in room.seen()[-1]["text"]
