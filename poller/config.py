@@ -94,6 +94,9 @@ class ScreenConfig:
     model: str = ""
     api_key: str = field(default="", repr=False)  # secret; or env MOOD_POLLER_SCREEN_API_KEY
     timeout: float = 3.0  # seconds; a screen that does not answer lets the wake through
+    # Only considers whose wake is at least this big are screened: asking costs about
+    # 150 tokens, more than a small wake (an agent's session sees only what is new) saves.
+    min_wake_tokens: int = 1_000
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,7 @@ RULES: dict[str, Rule] = {
     "screen.model": Rule(str),
     "screen.api_key": Rule(str, secret=True),
     "screen.timeout": _seconds(above=0),
+    "screen.min_wake_tokens": _count(0, "tokens"),
     "poller.interval": _seconds(above=0),
     "poller.bot_chain_cap": _count(0),
     "poller.look_timeout": _seconds(above=0),

@@ -272,33 +272,36 @@ class Poller:
         for (agent_id, mood_id), exc in decided.bad:
             self._set_aside(agent_id, mood_id, exc, now, report)
         composed = []
-        for draft in self._screened(decided.drafts, now, report):
+        for draft in decided.drafts:
             try:
                 composed.append((draft, drafts.compose_text(self.ctx, draft)))  # no transaction
             except transient_errors():
                 raise
             except Exception as exc:  # this wake's data broke composing it: set it aside, go on
                 self._set_aside(draft.agent.id, draft.mood.id, exc, now, report)
-        recorded += self._record(composed, now, report)
+        recorded += self._record(self._screened(composed, now, report), now, report)
 
-    def _screened(self, drafts_: list, now: dt.datetime, report: TickReport) -> list:
-        """The drafts to compose: considers the screen says nobody needs are recorded as
-        screened out instead (asked with no transaction open)."""
-        screen = self.ctx.screen
+    def _screened(self, composed: list, now: dt.datetime, report: TickReport) -> list:
+        """The composed wakes to record: considers worth screening (at least
+        ``screen.min_wake_tokens``: a smaller wake costs less than asking) that the screen
+        says nobody needs are recorded as screened out instead (asked with no transaction
+        open)."""
+        screen, least = self.ctx.screen, self.config.screen.min_wake_tokens
         if screen is None or self._dry is not None:
-            return drafts_
+            return composed
         keep, out = [], []
-        for draft in drafts_:
+        for draft, wake in composed:
             verdict = (screen.ask(draft.agent.handle, draft.mood.slug, draft.request.woke, now)
-                       if draft.kind == WakeKind.CONSIDER else None)
+                       if draft.kind == WakeKind.CONSIDER and wake.prompt_tokens >= least
+                       else None)
             report.screen_tokens += verdict.tokens if verdict else 0
-            (keep if verdict is None or verdict.needed else out).append((draft, verdict))
+            (keep if verdict is None or verdict.needed else out).append((draft, wake, verdict))
         if out:
             with self._tx() as s:
-                for draft, verdict in out:
+                for draft, _, verdict in out:
                     if not drafts.screen_out(self.ctx, s, draft, verdict.reason, now, report):
                         report.abandoned += 1  # changed meanwhile: looked at again next cycle
-        return [d for d, _ in keep]
+        return [(d, w) for d, w, _ in keep]
 
     def _record(self, composed: list, now: dt.datetime, report: TickReport) -> list[Planned]:
         """Record a batch's composed wakes in one write transaction, each in a savepoint
