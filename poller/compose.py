@@ -34,7 +34,7 @@ import jinja2
 
 import poller
 from poller.kinds import Tools, WakeKind, names
-from poller import catchup, lines, summarize
+from poller import away, catchup, lines, summarize
 from poller.config import WakeConfig
 from poller.lines import WakePost
 from poller.tokens import Counter
@@ -42,13 +42,14 @@ from wiki_rules.fallback import BUILT_IN, DialWords
 
 log = logging.getLogger(__name__)
 
-KINDS = names(WakeKind)
+KINDS = tuple(k for k in names(WakeKind) if k != WakeKind.COMMAND)  # a command is not composed
 TOOLS = names(Tools)
 
 # Shares of prompt_cap_chars the non-catch-up parts may take before they are clipped.
 WOKE_SHARE = 0.40  # all the posts that woke the agent, together
 LINKED_SHARE = 0.10  # posts read in because a woke post linked them
 HANDED_SHARE = 0.12  # context handed over from other Moods
+PINGS_SHARE = 0.25  # the pings a return wake lists, with the posts around the newest
 MIN_ITEM_CHARS = 300  # no single post is clipped shorter than this while it still fits
 MAX_SETTINGS_SHOWN = 20  # settings changes listed before "and N more"
 MAX_REFUSALS_SHOWN = 10
@@ -108,6 +109,60 @@ class Handed(NamedTuple):
     look_only: bool = False  # written by a look-only turn (woken by look-trust posts, or unasked)
 
 
+class Scheduled(NamedTuple):
+    """What a scheduled wake (alarm, checkin-missed, checkin-contact) is about.  Times
+    are already shown in words (``2026-10-06 21:00 Europe/Berlin (Tue, UTC+02:00)``)."""
+
+    due: str = ""  # the (oldest) firing or deadline it answers
+    count: int = 1  # firings, or missed deadlines, it covers
+    late_by: str = ""  # "about 3 days": how late the wake is; "" when on time
+    noticed_late: bool = False  # past the lateness cutoff: it only says it was noticed late
+    note: str = ""  # an alarm's note (whoever set it wrote it: shown as quoted text)
+    set_by: str = ""
+    person: str = ""  # check-ins: whose agreement
+    newest: str = ""  # the newest missed deadline
+    next_due: str = ""  # the deadline after
+    notice_at: str = ""  # contact: when the person was told
+    contact: str = ""  # contact: the one recipient
+    body_limit: int = 0  # contact: characters the message may have
+
+
+class Activity(NamedTuple):
+    """One activity of the agent's catalog, as the away how-to lists it."""
+
+    id: str
+    label: str  # what it is shown doing while out
+    lo: int  # minutes
+    hi: int
+    reachable: bool = True
+
+
+class Judgment(NamedTuple):
+    """A mention while the agent is out: the state line that asks whether to come back."""
+
+    label: str  # what it is out doing
+    out_for_s: float  # how long it has been out, in seconds
+    who: Sequence[str] = ()  # the handles whose pings earn the judgment
+
+
+class MissedPing(NamedTuple):
+    """A ping that reached the agent while it was out."""
+
+    mood: str  # the slug of the Mood it was in
+    post: WakePost
+    around: Sequence[WakePost] = ()  # the posts around it (only the newest few get them)
+
+
+class Back(NamedTuple):
+    """A return wake: what the agent is back from, and what it missed."""
+
+    label: str  # the catalog label it was out with
+    out_for_s: float
+    cut_short: bool = False
+    fresh_eyes: bool = False  # long enough that the catch-up starts where it left
+    pings: Sequence[MissedPing] = ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class WakeRequest:
     """Everything one wake is made from.  Plain tuples work for the NamedTuple
@@ -145,6 +200,16 @@ class WakeRequest:
     # setting, or the kit's letter.md) and who has been here.
     letter: str = ""
     people: Sequence[Member] = ()
+    # Scheduled wakes: what the alarm or the check-in is about.
+    scheduled: Scheduled | None = None
+    # People with a check-in agreement watched by this agent here: the footer says how
+    # to count their check-in.
+    checkins: Sequence[str] = ()
+    # Away and back (only for an agent with an activities catalog): the activities the
+    # away how-to offers, the state line of a judgment, what a return wake carries.
+    activities: Sequence[Activity] = ()
+    judgment: Judgment | None = None
+    back: Back | None = None
 
 
 # --- output -------------------------------------------------------------------
@@ -186,15 +251,19 @@ class _ResourceLoader(jinja2.BaseLoader):
 
 
 def _default_templates():
-    """``poller.templates`` when installed; ``templates/`` beside the package
-    in a source checkout."""
+    """``templates/`` beside the package in a source checkout (so the code and its
+    templates always come from one tree, even when an editable install of another
+    checkout maps ``poller.templates`` elsewhere); ``poller.templates`` when installed."""
+    beside = Path(poller.__file__).resolve().parent.parent / "templates"
+    if (beside / "wake.j2").is_file():
+        return beside
     try:
         root = importlib.resources.files("poller.templates")
         if root.joinpath("wake.j2").is_file():
             return root
     except ModuleNotFoundError:
         pass
-    return Path(poller.__file__).resolve().parent.parent / "templates"
+    return beside
 
 
 @functools.lru_cache(maxsize=1)
@@ -354,11 +423,16 @@ def _in_zone(request: WakeRequest) -> WakeRequest:
     if cut is not None and cut[0] is not None:
         cut = CutOff(cut[0].astimezone(zone), cut[1])
     until = request.session_until
+    back = request.back
+    if back is not None:
+        back = Back._make(back)
+        back = back._replace(pings=[MissedPing(m.mood, post(m.post), [post(p) for p in m.around])
+                                    for m in (MissedPing._make(item) for item in back.pings)])
     return dataclasses.replace(
         request, now=request.now.astimezone(zone), woke=[post(p) for p in request.woke],
         session_until=until.astimezone(zone) if until is not None else None,
         history=[post(p) for p in request.history], cut_off=cut,
-        linked=[LinkedPost(m, post(p)) for m, p in request.linked])
+        linked=[LinkedPost(m, post(p)) for m, p in request.linked], back=back)
 
 
 def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
@@ -399,10 +473,79 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "letter": operator_text(request.letter),
         "people": [_member(Member._make(m)) for m in request.people],
         "zone": request.timezone,
+        "scheduled": _scheduled(request),
+        "checkins": [field_(h) for h in request.checkins],
+        "activities": [_activity(a) for a in request.activities],
+        "judgment": _judgment(request),
+        "back": _back(request, cap * PINGS_SHARE * scale),
         "todo_url": lines.one_line(config.todo_pattern.format(
             slug=urllib.parse.quote(request.mood, safe="")), 1_000) if config.todo_pattern else "",
         "etiquette_url": lines.one_line(config.etiquette_url, 1_000),
     }
+
+
+def _scheduled(request: WakeRequest) -> Scheduled:
+    """The scheduled wake's facts, each one line; the note quoted as text someone wrote."""
+    got = Scheduled._make(request.scheduled) if request.scheduled else Scheduled()
+    one = functools.partial(lines.one_line, limit=FIELD_CHARS)
+    note = lines.INDENT + lines.clip_chars(lines.quote(got.note), 2_000) if got.note else ""
+    return got._replace(due=one(got.due), late_by=one(got.late_by), note=note,
+                        set_by=one(got.set_by), person=one(got.person), newest=one(got.newest),
+                        next_due=one(got.next_due), notice_at=one(got.notice_at),
+                        contact=one(got.contact), count=int(got.count),
+                        body_limit=int(got.body_limit))
+
+
+def _activity(a) -> dict:
+    a = Activity._make(a)
+    one = functools.partial(lines.one_line, limit=FIELD_CHARS)
+    return {"id": one(a.id), "label": one(a.label), "lo": int(a.lo), "hi": int(a.hi),
+            "reachable": bool(a.reachable)}
+
+
+def _judgment(request: WakeRequest) -> dict | None:
+    if request.judgment is None:
+        return None
+    j = Judgment._make(request.judgment)
+    who = [f"@{lines.one_line(h, 80)}" for h in j.who] or ["someone"]
+    return {"label": lines.one_line(j.label, FIELD_CHARS), "out_for": _duration(j.out_for_s),
+            "who": " and ".join([", ".join(who[:-1]), who[-1]] if len(who) > 1 else who)}
+
+
+EXCERPTS = 3  # the newest pings a return wake shows with the posts around them
+MAX_PINGS_SHOWN = 50  # pings a return wake lists; older ones are counted
+
+
+def _back(request: WakeRequest, share: float) -> dict:
+    """A return wake's parts: what it is back from, the pings it missed (one line each
+    but those in the catch-up below), and the posts around the newest few."""
+    if request.back is None:
+        return {"phrase": "an activity", "out_for": "a while", "cut_short": False,
+                "fresh": False, "count": 0, "pings": "", "older": 0, "below": 0,
+                "excerpts": ""}
+    b = Back._make(request.back)
+    pings = [MissedPing._make(m) for m in b.pings]
+    in_catch_up = {p.id for p in request.history}
+    listed = [m for m in pings if m.post.id not in in_catch_up]
+    older = max(0, len(listed) - MAX_PINGS_SHOWN)
+    listed = listed[older:]
+    each = _each(share / 2, len(listed))
+    one_liners = "\n".join(lines.line(m.post, request.now, max_chars=each, mood=m.mood)
+                            for m in listed)
+    shown = set(in_catch_up)
+    blocks = []
+    for m in [m for m in listed if m.around][-EXCERPTS:]:
+        posts = [p for p in m.around if p.id not in shown]
+        shown.update(p.id for p in posts)
+        if any(p.id != m.post.id for p in posts):  # more than the ping itself
+            blocks.append(f'Around {lines.one_line(m.post.sender, 80)}\'s ping in "'
+                          f'{lines.one_line(m.mood, FIELD_CHARS)}":\n'
+                          + _post_lines(posts, request.now, share / 2 / EXCERPTS))
+    return {"phrase": lines.one_line(away.phrase(b.label), FIELD_CHARS),
+            "out_for": _duration(b.out_for_s), "cut_short": bool(b.cut_short),
+            "fresh": bool(b.fresh_eyes), "count": len(pings), "pings": one_liners,
+            "older": older, "below": len(pings) - len(listed) - older,
+            "excerpts": "\n\n".join(blocks)}
 
 
 def _member(m: Member) -> str:
@@ -485,6 +628,11 @@ def _quiet_for(request: WakeRequest) -> str:
     return _duration((request.now - max(times)).total_seconds())
 
 
+def duration(seconds: float) -> str:
+    """A span in words: "about 5 minutes", "about 3 hours", "about 2 days"."""
+    return _duration(seconds)
+
+
 def _duration(seconds: float) -> str:
     minutes = max(1, round(seconds / 60))
     if minutes < 90:
@@ -498,19 +646,30 @@ def _duration(seconds: float) -> str:
 # --- frames with placeholders -----------------------------------------------------
 
 
+FRAMES = (  # (kind, tools, variant): every frame `preview --frames` prints
+    ("mention", "full", ""), ("mention", "look", ""), ("consider", "look", ""),
+    ("quiet", "look", ""), ("arrival", "look", ""), ("cut-off", "look", ""),
+    ("consider", "look", "session"), ("mention", "full", "judgment"), ("return", "full", ""),
+    ("nudge", "look", ""), ("alarm", "look", ""), ("checkin-missed", "look", ""),
+    ("checkin-contact", "look", ""))
+VARIANTS = {"session": ", into a live session",
+            "judgment": ", while it is away: a judgment (come back, or stay out)"}
+
+
 def render_frames(config: WakeConfig, templates: str | Path | None = None) -> str:
     """Every kind of wake with every optional part, placeholders in «», from
     the same templates compose() uses (for `mood-poller preview --frames`)."""
     out = []
-    for kind, tools, in_session in (
-            ("mention", "full", False), ("mention", "look", False), ("consider", "look", False),
-            ("quiet", "look", False), ("arrival", "look", False), ("cut-off", "look", False),
-            ("consider", "look", True)):
-        context = dict(_placeholders(kind, tools, config), in_session=in_session)
-        if in_session:
+    for kind, tools, variant in FRAMES:
+        context = dict(_placeholders(kind, tools, config), in_session=variant == "session")
+        if variant == "session":
             context["summary"] = "Earlier posts: in this session (up to «time» «the Mood's time zone»)."
+        if variant == "judgment":
+            context["judgment"] = {"label": "«what it is out doing, e.g. out for a creek walk»",
+                                   "out_for": "«how long»", "who": "@«person»"}
+            context["activities"] = []
         out.append(f"==== {kind} wake, {'full tools' if tools == 'full' else 'look-only'}"
-                   f"{', into a live session' if in_session else ''} ====\n")
+                   f"{VARIANTS.get(variant, '')} ====\n")
         out.append(_render(kind, context, templates))
         out.append("\n")
     return "".join(out)
@@ -545,5 +704,24 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "etiquette_url": config.etiquette_url,
         "summary": "«digest of older posts, or [N earlier posts not shown]»",
         "recent_shown": 1, "new_count": 1,
+        "scheduled": Scheduled(
+            due="«when it was due, e.g. 2026-10-06 21:00 Europe/Berlin (Tue, UTC+02:00)»",
+            count=2, late_by="«how late; left out when on time»", noticed_late=False,
+            note=lines.INDENT + "«the note left with the alarm»" if kind == "alarm" else "",
+            set_by="«who set it»",
+            person="«person»", newest="«the newest missed deadline»",
+            next_due="«the next deadline»", notice_at="«when the person was told»",
+            contact="«the contact's e-mail address»", body_limit=3_800),
+        "checkins": ["«person with a check-in agreement here»"] if kind == "checkin-missed" else [],
+        "activities": [{"id": "«activity id»", "label": "«its label»", "lo": 20, "hi": 45,
+                        "reachable": True},
+                       {"id": "«another»", "label": "«its label»", "lo": 30, "hi": 30,
+                        "reachable": False}] if kind in (WakeKind.NUDGE, WakeKind.RETURN) else [],
+        "judgment": None,
+        "back": {"phrase": "«what it is back from, e.g. a creek walk»", "out_for": "«how long»",
+                 "cut_short": True, "fresh": True, "count": 3,
+                 "pings": "[«sender», «time», in «mood»] «a ping it missed, on one line»",
+                 "older": 0, "below": 1, "excerpts": 'Around «sender»\'s ping in "«mood»":\n'
+                                         "[«sender», «time»] «a post around the ping»"},
         "catch_up": "[«sender», «time»] «post, word for word»\n[«sender», «time», new] «a newer post»\n",
     }

@@ -28,6 +28,7 @@ ENV_WIKI_PASSWORD = "MOOD_POLLER_WIKI_BOT_PASSWORD"
 ENV_SUMMARIZER_KEY = "MOOD_POLLER_SUMMARIZER_API_KEY"
 ENV_SCREEN_KEY = "MOOD_POLLER_SCREEN_API_KEY"
 ENV_LAUNCH = "MOOD_POLLER_LAUNCH"
+ENV_MAIL_PASSWORD = "MOOD_POLLER_MAIL_PASSWORD"  # read only when mail is sent
 LAUNCHERS = ("auto", "process", "thread")
 SECRET_FIELDS = {"bot_password", "api_key"}
 
@@ -93,6 +94,9 @@ class ScreenConfig:
     model: str = ""
     api_key: str = field(default="", repr=False)  # secret; or env MOOD_POLLER_SCREEN_API_KEY
     timeout: float = 3.0  # seconds; a screen that does not answer lets the wake through
+    # Only considers whose wake is at least this big are screened: asking costs about
+    # 150 tokens, more than a small wake (an agent's session sees only what is new) saves.
+    min_wake_tokens: int = 1_000
 
 
 @dataclass(frozen=True)
@@ -111,10 +115,30 @@ class PollerConfig:
     arrival_window: float = 1800.0  # sign-ins older than this are not arrivals
     lease: float = 30.0  # SQLite single-poller lease, renewed each cycle
     turn_stale: float = 60.0  # a turn on another machine with no heartbeat this long is closed
+    return_floor: float = 20.0  # absences past due when `run` starts come back this long after
     # Variables passed to agents beyond PATH, HOME, LANG...: in the file a list of
     # names or one comma-separated string; held here as the comma-separated string.
     agent_env: str = ""
     launch: str = "auto"  # auto: in the poller, but a runner process per turn for `tick` (no --wait)
+    # US dollars per million tokens, to price the turns of agents that report no cost
+    # (command and HTTP agents): the wake's tokens in, the reply's out; 0: free.
+    usd_per_mtok_in: float = 0.0
+    usd_per_mtok_out: float = 0.0
+
+
+@dataclass(frozen=True)
+class MailConfig:
+    """The SMTP server check-in mail goes out through (consent invitations, the one
+    contact message).  The password comes only from the environment,
+    MOOD_POLLER_MAIL_PASSWORD, read when mail is sent."""
+
+    host: str = ""  # empty: no mail server, so mail waits in the outbox and arming is refused
+    port: int = 587
+    starttls: bool = True  # upgrade with STARTTLS, certificate verified
+    tls: bool = False  # implicit TLS from the start (port 465), certificate verified
+    user: str = ""  # log in as this user (with the password from the environment)
+    sender: str = ""  # the From: address
+    timeout: float = 30.0  # seconds for the SMTP conversation
 
 
 @dataclass(frozen=True)
@@ -126,6 +150,7 @@ class Config:
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)
     poller: PollerConfig = field(default_factory=PollerConfig)
+    mail: MailConfig = field(default_factory=MailConfig)
     source: str = ""  # path of the file it was read from, if any
     # Where each value came from, by "section.key" ("database.url",
     # "wiki.timeout"...): "default", "file", "--db", the environment variable's
@@ -157,6 +182,7 @@ SECTIONS = {
     "summarizer": SummarizerConfig,
     "screen": ScreenConfig,
     "poller": PollerConfig,
+    "mail": MailConfig,
 }
 
 # Every value config.load reads: its place in the file ("section.key"), and the
@@ -221,6 +247,7 @@ RULES: dict[str, Rule] = {
     "screen.model": Rule(str),
     "screen.api_key": Rule(str, secret=True),
     "screen.timeout": _seconds(above=0),
+    "screen.min_wake_tokens": _count(0, "tokens"),
     "poller.interval": _seconds(above=0),
     "poller.bot_chain_cap": _count(0),
     "poller.look_timeout": _seconds(above=0),
@@ -233,8 +260,18 @@ RULES: dict[str, Rule] = {
     "poller.arrival_window": _seconds(min=0),
     "poller.lease": _seconds(above=0),
     "poller.turn_stale": _seconds(above=0),
+    "poller.return_floor": _seconds(min=0),
     "poller.agent_env": Rule(str, shape="names"),
     "poller.launch": Rule(str, choices=LAUNCHERS),
+    "poller.usd_per_mtok_in": Rule(float, min=0, max=1e6, unit="US dollars"),
+    "poller.usd_per_mtok_out": Rule(float, min=0, max=1e6, unit="US dollars"),
+    "mail.host": Rule(str, shape="host"),
+    "mail.port": Rule(int, min=1, max=65535),
+    "mail.starttls": Rule(bool),
+    "mail.tls": Rule(bool),
+    "mail.user": Rule(str),
+    "mail.sender": Rule(str, shape="address"),
+    "mail.timeout": _seconds(above=0),
 }
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -330,6 +367,9 @@ def _shape_problem(value: str, rule: Rule) -> str:
         except (KeyError, IndexError, ValueError):
             return "may hold no placeholder but {slug} (write {{ and }} for braces)"
         return _url_problem(filled)
+    elif shape == "address" and value:
+        if not re.fullmatch(r"[^@\s<>]+@[^@\s<>]+", value):
+            return "must be an e-mail address (e.g. poller@example.org)"
     elif shape == "names":
         names = [n.strip() for n in value.split(",") if n.strip()]
         bad = [n for n in names if not _ENV_NAME.fullmatch(n)]
@@ -369,6 +409,11 @@ def _coerce(section: str, cls, raw: dict, sources: dict, file_secrets: list):
 
 def _validate(cfg: Config) -> None:
     """What needs two values at once (each value alone was checked as it was read)."""
+    if cfg.mail.host and not cfg.mail.sender:
+        raise errors.ConfigError("config: mail.host needs mail.sender (the From: address)")
+    if cfg.mail.tls and cfg.mail.starttls:
+        raise errors.ConfigError("config: mail.tls and mail.starttls exclude each other "
+                                 "(implicit TLS, or STARTTLS)")
     if cfg.summarizer.kind == "llm" and not (cfg.summarizer.url and cfg.summarizer.model):
         raise errors.ConfigError("config: summarizer.kind = 'llm' needs summarizer.url and summarizer.model")
     if bool(cfg.screen.url) != bool(cfg.screen.model):

@@ -42,6 +42,7 @@ class TickReport:
     abandoned: int = 0  # wakes composed but not recorded: the listener changed meanwhile
     quarantined: int = 0  # listeners set aside this cycle because evaluating them raised
     screen_tokens: int = 0  # what asking the screen cost this cycle
+    returned: int = 0  # agents back from an activity this cycle
 
 
 @dataclass

@@ -24,10 +24,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Optional
 
-from poller import draft as drafts, law
+from poller import away as away_rules, draft as drafts, law
 from poller.context import Context, TickReport, log_decision
 from poller.kinds import Outcome, ParticipantKind, WakeKind
-from poller.store import cycle, facts
+from poller.store import away as absences, cycle, facts
 from poller.store.facts import ListenerRow
 from poller.text import iso
 from poller.values import AgentInfo, MoodInfo
@@ -41,6 +41,8 @@ HOLD_WORDS = {
                "\"@agent resume\")",
     "bot-loop": ("agents have been mentioning each other with no person in between; "
                  "it will answer once a person posts"),
+    "over-budget": ("it has spent its daily budget; it will answer when the budget starts "
+                    "again at midnight in this Mood's time zone"),
 }
 
 
@@ -69,6 +71,12 @@ def due_kinds(l, owed: list[int], now: dt.datetime) -> list[str]:
         kinds.append(WakeKind.QUIET)
     if l.followup_of and l.followup_due_at and l.followup_due_at <= now:
         kinds.append(WakeKind.CUT_OFF)
+    if l.command_post_id:
+        kinds.append(WakeKind.COMMAND)
+    if l.return_of:
+        kinds.append(WakeKind.RETURN)
+    if l.nudge_due_at and l.nudge_due_at <= now:
+        kinds.append(WakeKind.NUDGE)
     return kinds
 
 
@@ -125,6 +133,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     resolved = ctx.settings.resolve(l.mood_id, l.agent_id, now)
     values = ctx.settings.values(l.mood_id, l.agent_id, now)
     owed, load = l.owed, batch.load[l.agent_id]
+    absence = batch.away.get(l.agent_id)
     base: Optional[dict] = None  # read only when a kind gets past the settings' gates
     retry: list[Optional[dt.datetime]] = []
     said = []
@@ -132,14 +141,22 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     for kind in due_kinds(l, owed, now):
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until,
                             bool(l.stopped_at))
+        weighed = None
         if decision is None:
-            base = base or base_facts(ctx, load, l, mood, resolved, values, now,
-                                      batch.floor_holder(l.agent_id, l.mood_id))
-            decision = law.decide(law.Facts(kind=kind, **base,
-                                            **kind_facts(ctx, s, kind, l, owed, now),
-                                            **mood_facts(batch, kind, l)))
+            base = base or dict(base_facts(ctx, load, l, mood, resolved, values, now,
+                                           batch.floor_holder(l.agent_id, l.mood_id),
+                                           away_fact(absence, l.mood_id)),
+                                **budget_facts(s, l, values, now))
+            extra = {**kind_facts(ctx, s, kind, l, owed, now), **mood_facts(batch, kind, l)}
+            if kind == WakeKind.MENTION and absence is not None:
+                extra["away"] = pinged(s, absence, l, owed)
+            weighed = law.Facts(kind=kind, **{**base, **extra})
+            decision = law.decide(weighed)
         if decision.outcome == Outcome.WAKE:
-            d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now)
+            judges = weighed.away.judges() if weighed and weighed.away else ()
+            d = (drafts.gather_command(ctx, s, l, agent, mood, now) if kind == WakeKind.COMMAND
+                 else drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now,
+                                    absence=absence, judges=judges))
             d.fingerprint, d.decision = fingerprint(l, load, now, batch), decision
             load.planned(l.mood_id, now)  # the pairs after this one see its wake
             if kind in law.UNPROMPTED:
@@ -148,6 +165,8 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
         new = batch.decide(l, kind, decision.outcome, decision.reason, decision.next_due)
         said.append((agent.handle, mood.slug, kind, decision, new))
         retry.append(after(ctx, s, decision, kind, l, agent, owed, notes, now))
+        if absence is not None and decision.reason.startswith(NOTED):
+            note_pings(s, absence, l, agent, owed, values, notes, now)
     if not owed and l.hold_reason:
         l.hold_reason, l.hold_since = None, None
     pending = [t for t in retry if t is not None]
@@ -156,6 +175,28 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
         pending.append(max(untried, now))
     l.due_at = min(pending) if pending else None
     return None, said
+
+
+NOTED = "away-noted"  # the reason codes of mentions kept for an agent's return
+
+
+def away_fact(absence: Optional[absences.Absence], mood_id: int) -> Optional[law.Away]:
+    """What the away gate weighs, for a wake in *mood_id* of an agent that may be out."""
+    if absence is None:
+        return None
+    return law.Away(absence.departed_at, absence.due_at, absence.reachable,
+                    absence.mood_id == mood_id)
+
+
+def note_pings(s, absence: absences.Absence, l: ListenerRow, agent: AgentInfo,
+               owed: list[int], values: dict, notes: list[str], now: dt.datetime) -> None:
+    """Keep the owed mentions for the agent's return; the first time in a Mood this
+    absence, say so there (once, like a hold)."""
+    if absences.note(s, absence, l.agent_id, l.mood_id, owed, now):
+        where = away_rules.presence(absence.label, absence.due_at, values["timezone"])
+        notes.append(f"@{agent.handle} is away from the screen ({where}): mentions of it "
+                     f"are kept for when it is back.")
+    l.hold_reason, l.hold_since = None, None
 
 
 def fingerprint(l: ListenerRow, load: facts.Load, now: dt.datetime, batch: facts.Batch) -> tuple:
@@ -168,15 +209,27 @@ def fingerprint(l: ListenerRow, load: facts.Load, now: dt.datetime, batch: facts
 
 
 def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, resolved: dict,
-               values: dict, now: dt.datetime, floor_holder: Optional[str] = None) -> dict:
-    """The facts every kind shares: settings, the Mood, the agent's load and caps, the floor."""
+               values: dict, now: dt.datetime, floor_holder: Optional[str] = None,
+               away: Optional[law.Away] = None) -> dict:
+    """The facts every kind shares: settings, the Mood, the agent's load and caps, the
+    floor, and whether it is out."""
     return dict(
         now=now, settings=values, archived=mood.archived,
         listening_until=resolved["listening"].until, stopped=bool(l.stopped_at),
         busy_here=l.mood_id in load.here, running_for_agent=load.running,
         wakes_last_hour=tuple(load.woke),
         cooldown_until=l.cooldown_until, bot_chain_cap=ctx.cfg.bot_chain_cap,
-        floor_holder=floor_holder)
+        floor_holder=floor_holder, away=away)
+
+
+def budget_facts(s, l: ListenerRow, values: dict, now: dt.datetime) -> dict:
+    """What the agent spent today (since midnight in the Mood's zone), read only when a
+    daily budget applies here."""
+    if not (values["max_usd_per_day"] or values["max_usd_per_day_all_moods"]):
+        return {}
+    here, everywhere = cycle.spent_since(s, l.agent_id, l.mood_id,
+                                         law.day_start(now, values["timezone"]))
+    return {"spent_here": here, "spent_all": everywhere}
 
 
 def by_initiative(ctx: Context, batch: facts.Batch, pairs: list[tuple[int, int]],
@@ -235,6 +288,16 @@ def mood_facts(batch: facts.Batch, kind: str, l: ListenerRow) -> dict:
     return {"calm_turns": calm, "calm_last": last, "typing_at": batch.moods[l.mood_id].typing_at}
 
 
+def pinged(s, absence: absences.Absence, l: ListenerRow, owed: list[int]) -> law.Away:
+    """The away gate's facts for mentions owed while the agent is out: who sent them,
+    and who has had their judgment this absence."""
+    judged = absences.judged(s, absence.id)
+    return law.Away(absence.departed_at, absence.due_at, absence.reachable,
+                    absence.mood_id == l.mood_id,
+                    tuple(law.Pinger(p.handle, p.full_person, p.sender_id in judged)
+                          for p in absences.pings(s, owed)))
+
+
 def bot_chain(ctx: Context, s, l: ListenerRow, owed: list[int]) -> int:
     """Agents' posts in a row up to the newest mention, when only agents mentioned it."""
     if not all(kind == ParticipantKind.AGENT for kind in l.sender_kinds):
@@ -262,6 +325,10 @@ def after(ctx: Context, s, decision: law.Decision, kind: str, l: ListenerRow, ag
             l.quiet_due_at = None  # until someone speaks again
         elif kind == WakeKind.CUT_OFF:
             l.followup_of, l.followup_due_at = 0, None
+        elif kind == WakeKind.COMMAND:
+            l.command_post_id = 0
+        elif kind == WakeKind.NUDGE:
+            l.nudge_due_at = None  # the next check offers one again when it is due
         return None
     renew = now + dt.timedelta(seconds=ctx.cfg.hold_renew)
     if decision.outcome == Outcome.HOLD:

@@ -18,6 +18,20 @@ class WakeKind(StrEnum):
     CONSIDER = "consider"
     QUIET = "quiet"
     CUT_OFF = "cut-off"  # a look-only follow-up after a turn was cut off with no reply
+    COMMAND = "command"  # a person's slash command (/compact...) run in a Claude Code session
+    RETURN = "return"  # back from an activity: the pings missed while out
+    NUDGE = "nudge"  # the Mood it last spoke in has been quiet: an activity is on offer
+    # Scheduled: due at a time, not by what was said (poller.scheduled decides them,
+    # never the listeners' loop in poller.evaluate).
+    ALARM = "alarm"  # someone asked for a wake at a time
+    CHECKIN_MISSED = "checkin-missed"  # a person missed a check-in they promised
+    CHECKIN_CONTACT = "checkin-contact"  # grace ran out: the agent may write once to the contact
+
+
+# kinds that pierce an absence
+SCHEDULED = (WakeKind.ALARM, WakeKind.CHECKIN_MISSED, WakeKind.CHECKIN_CONTACT)
+# the kinds the listeners' loop weighs (poller.evaluate, poller.store.cycle), in order
+LISTENED = tuple(k for k in WakeKind if k not in SCHEDULED)
 
 
 class WakeStatus(StrEnum):
@@ -63,6 +77,23 @@ class PostKind(StrEnum):
     SILENT = "silent"
     SYSTEM = "system"
     HANDOFF = "handoff"
+    RETURN = "return"  # an agent back from an activity, telling of it in its own words
+
+
+class AbsenceStatus(StrEnum):
+    """An activity row: out until it returns, then how the absence ended."""
+
+    AWAY = "away"
+    COMPLETED = "completed"
+    CUT_SHORT = "cut_short"
+
+
+class PingKind(StrEnum):
+    """A mention that reached an agent while it was out."""
+
+    JUDGMENT = "judgment"  # woke it for a judgment: come back now, or stay out
+    NOTED = "noted"  # noted by the gate, for the return
+    FOUND = "found"  # found at the return by scanning the posts made while it was out
 
 
 class Waker(StrEnum):
@@ -78,6 +109,31 @@ class Outcome(StrEnum):
     HOLD = "hold"
     DEFER = "defer"
     SKIP = "skip"
+
+
+class AgreementStatus(StrEnum):
+    """A check-in agreement: active until paused, cancelled, replaced or (once) completed."""
+
+    ACTIVE = "active"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    REPLACED = "replaced"
+    COMPLETED = "completed"
+
+
+LIVE_AGREEMENTS = (AgreementStatus.ACTIVE, AgreementStatus.PAUSED)
+
+
+class ContactState(StrEnum):
+    """A missed streak's contact stage: not opened, offered to the agent, and how it ended."""
+
+    NONE = ""
+    OFFERED = "offered"  # the checkin-contact wake is out
+    SENT = "sent"  # the agent wrote; the message is in the outbox
+    DECLINED = "declined"  # the agent chose not to write (or wrote nothing)
+    LATE = "late"  # the grace wake came past the lateness cutoff: nobody is contacted
+    OFF = "off"  # at grace's end the stage was disarmed, or the contact had not consented
+    REFUSED = "refused"  # its one message was refused (recipient, timing, length)
 
 
 def names(enum) -> tuple[str, ...]:

@@ -9,6 +9,14 @@ when the question is worth asking again.  No database, no clock of its own.
 Holds are for mentions only (a mention is owed and must be answered when the
 block ends); the unprompted kinds are deferred or skipped instead.
 
+Dollar budgets: an agent that has spent its ``max_usd_per_day`` in a Mood, or
+its ``max_usd_per_day_all_moods`` in every Mood together, since midnight in
+the Mood's ``timezone`` (facts passed in: ``spent_here``, ``spent_all``) has
+its mentions ``held:over-budget`` until the next midnight there and its
+unprompted wakes ``skipped:over-budget``.  A person's slash command (kind
+``command``) is not conversation: listening, budgets, cooldowns and the floor
+do not apply to it, only one turn at a time and the agent's caps.
+
 One floor per Mood: of the agents that could speak unasked in a Mood at once
 (a consider, quiet look or arrival), one takes the floor by :func:`initiative`
 order and the others are ``deferred:floor-taken-by-<agent>`` until its turn
@@ -21,6 +29,15 @@ ended silent, each further silent one doubles the Mood's consider spacing
 (an hour's budget spread evenly: 10 minutes at 6 an hour), never past the
 12 h rest.  A quiet look's doubling resets when someone speaks; a Mood's calm
 resets when an agent speaks there or a person names one.
+
+Away: while an agent is out on an activity (:mod:`poller.away`), one gate,
+right after the Mood's own (listening, archived), weighs every wake.
+Considers, quiet looks, arrivals and the rest are ``skipped:away``.  A
+mention earns one *judgment* (it wakes as usual, and the wake asks whether
+to come back) only from a person with trust ``full`` who has not had one this
+absence, in the Mood the agent left from, while its activity is reachable;
+any other mention is ``skipped:away-noted-<why>`` and kept for its return.
+Kinds in :data:`poller.kinds.SCHEDULED` pierce an absence.
 """
 
 from __future__ import annotations
@@ -29,12 +46,13 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from poller.kinds import Outcome, WakeKind, names
+from poller.kinds import SCHEDULED, Outcome, WakeKind, names
 from poller.text import iso
 
-KINDS = names(WakeKind)  # in the order they are tried
+KINDS = names(WakeKind)  # every kind decide weighs (the listeners' loop tries kinds.LISTENED)
 HOUR = dt.timedelta(hours=1)
 UNPROMPTED = frozenset({WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL})  # share a floor
+OWED = frozenset({WakeKind.MENTION, WakeKind.RETURN})  # answer posts owed: never lost to a gate
 READY_CAP_H = 12.0  # readiness stops growing after this many hours without speaking
 REASON_MAX = 64  # the width of decisions.reason
 REST = dt.timedelta(hours=12)  # the longest that calm ever slows a wait to
@@ -45,6 +63,33 @@ def slowed(base_s: float, doublings: int) -> dt.timedelta:
     if doublings <= 0:
         return dt.timedelta(seconds=base_s)
     return min(dt.timedelta(seconds=base_s * 2 ** min(doublings, 32)), REST)
+
+
+@dataclass(frozen=True)
+class Pinger:
+    """Who sent one of the mentions owed, as the away gate weighs them."""
+
+    handle: str
+    full_person: bool  # a person with trust full
+    judged: bool = False  # has had its judgment this absence
+
+
+@dataclass(frozen=True)
+class Away:
+    """The agent is out: what the away gate weighs a wake on."""
+
+    since: dt.datetime
+    until: dt.datetime  # when it is due back
+    reachable: bool  # the activity lets a trusted ping call it back
+    left_here: bool  # the Mood weighed is the one it left from
+    pingers: tuple[Pinger, ...] = ()  # the owed mentions' senders (mentions only)
+
+    def judges(self) -> tuple[str, ...]:
+        """The handles whose pings earn a judgment wake now."""
+        if not (self.left_here and self.reachable):
+            return ()
+        return tuple(dict.fromkeys(p.handle for p in self.pingers
+                                   if p.full_person and not p.judged))
 
 
 @dataclass(frozen=True)
@@ -77,6 +122,11 @@ class Facts:
     calm_turns: int = 0
     calm_last: Optional[dt.datetime] = None
     typing_at: Optional[dt.datetime] = None  # the Mood's last "someone is typing" signal
+    # dollars: what the agent spent since midnight in the Mood's zone, here and in every Mood
+    spent_here: float = 0.0
+    spent_all: float = 0.0
+    # the agent is out on an activity; None: it is at the screen
+    away: Optional[Away] = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +150,7 @@ WAKE = Decision(Outcome.WAKE, "woke")
 
 def decide(f: Facts) -> Decision:
     """Apply the law, first blocking rule wins."""
-    for rule in (_gates, _kind_rules, _capacity, _pacing, _floor):
+    for rule in (_gates, _away, _kind_rules, _budget, _capacity, _pacing, _floor):
         verdict = rule(f)
         if verdict is not None:
             return verdict
@@ -124,17 +174,51 @@ def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> D
 
 def _gates(f: Facts) -> Optional[Decision]:
     if f.stopped:  # until lifted: mentions wait, the rest is remembered (see evaluate)
+        if f.kind in SCHEDULED or f.kind == WakeKind.COMMAND:
+            # a person's command waits for it too; what was asked for at a time is kept:
+            # once lifted, one (late) wake for what came due
+            return Decision(Outcome.DEFER, "stopped")
         return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.SKIP, "stopped")
+    if f.kind in SCHEDULED:
+        return None  # asked for at a time: kept whatever the listening and the Mood's state
     listening = f.settings["listening"]
-    if f.kind != WakeKind.MENTION and f.archived:
+    if f.kind == WakeKind.COMMAND:
+        return None  # a person's command, not conversation: run whatever the Mood's dials
+    if f.kind not in OWED and f.archived:
         return Decision(Outcome.SKIP, "archived")
     if listening == "off":
-        if f.kind == WakeKind.MENTION:
-            return Decision(Outcome.HOLD, "listening-off", f.listening_until)
+        if f.kind in OWED:
+            return _blocked(f, "listening-off", f.listening_until)
         return Decision(Outcome.SKIP, "listening-off")
-    if listening == "mentions" and f.kind != WakeKind.MENTION:
+    if listening == "mentions" and f.kind not in OWED:
         return Decision(Outcome.SKIP, "listening-mentions")
     return None
+
+
+def _away(f: Facts) -> Optional[Decision]:
+    """While the agent is out: a judgment, a ping noted for its return, or nothing."""
+    a = f.away
+    if a is None or f.kind in SCHEDULED or f.kind == WakeKind.COMMAND:
+        return None  # scheduled wakes pierce an absence; a person's command runs in the session
+    if f.kind == WakeKind.MENTION:
+        why = noted_because(a)
+        return Decision(Outcome.SKIP, why) if why else None
+    if f.kind == WakeKind.RETURN:  # back and out again before its pings were read: they wait
+        return Decision(Outcome.DEFER, "away", a.until)
+    return Decision(Outcome.SKIP, "away")
+
+
+def noted_because(a: Away) -> str:
+    """Why the owed mentions are noted for the return rather than judged ("" to judge)."""
+    if not a.left_here:
+        return "away-noted-other-mood"
+    if not a.reachable:
+        return "away-noted-unreachable"
+    if a.judges():
+        return ""
+    if any(p.full_person for p in a.pingers):
+        return "away-noted-judged"
+    return "away-noted-trust"
 
 
 def _kind_rules(f: Facts) -> Optional[Decision]:
@@ -159,6 +243,43 @@ def _kind_rules(f: Facts) -> Optional[Decision]:
     return None
 
 
+def over_budget(f: Facts) -> bool:
+    """Has the agent spent a daily budget (0: none) that applies here?"""
+    here, everywhere = f.settings["max_usd_per_day"], f.settings["max_usd_per_day_all_moods"]
+    return bool((here and f.spent_here >= here) or (everywhere and f.spent_all >= everywhere))
+
+
+def _budget(f: Facts) -> Optional[Decision]:
+    if f.kind == WakeKind.COMMAND or not over_budget(f):
+        return None
+    if f.kind in UNPROMPTED:
+        return Decision(Outcome.SKIP, "over-budget")
+    # A mention is held (a cut-off's follow-up deferred) until the budgets start again.
+    return _blocked(f, "over-budget", next_midnight(f.now, f.settings["timezone"]))
+
+
+def _zone(name: str) -> dt.tzinfo:
+    if name == "UTC":
+        return dt.timezone.utc  # needs no zone data
+    import zoneinfo
+
+    return zoneinfo.ZoneInfo(name)
+
+
+def day_start(now: dt.datetime, zone: str) -> dt.datetime:
+    """The last midnight in *zone* (an IANA name) at or before *now*, in UTC."""
+    tz = _zone(zone)
+    local = now.astimezone(tz)
+    return dt.datetime.combine(local.date(), dt.time(0), tz).astimezone(dt.timezone.utc)
+
+
+def next_midnight(now: dt.datetime, zone: str) -> dt.datetime:
+    """The next midnight in *zone* after *now*, in UTC: when daily budgets start again."""
+    tz = _zone(zone)
+    tomorrow = now.astimezone(tz).date() + dt.timedelta(days=1)
+    return dt.datetime.combine(tomorrow, dt.time(0), tz).astimezone(dt.timezone.utc)
+
+
 def _capacity(f: Facts) -> Optional[Decision]:
     if f.busy_here:
         return _blocked(f, "busy")
@@ -173,8 +294,11 @@ def _capacity(f: Facts) -> Optional[Decision]:
 
 
 def _pacing(f: Facts) -> Optional[Decision]:
-    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF):
-        return None  # mentions, and the follow-up of a turn cut off, are never cooled down
+    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF, WakeKind.COMMAND, WakeKind.RETURN,
+                  *SCHEDULED):
+        # mentions, a cut-off's follow-up, commands, a return's pings and what was asked
+        # for at a time are never cooled down
+        return None
     if f.cooldown_until is not None and f.cooldown_until > f.now:
         return Decision(Outcome.DEFER, "cooldown", f.cooldown_until)
     if f.kind == WakeKind.CONSIDER and f.typing_at and f.typing_at + TYPING_HOLD > f.now:

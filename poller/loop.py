@@ -7,10 +7,15 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
    finds wakes nobody started;
 2. **scan** (:mod:`poller.scan`): reads new posts and sign-ins past its
    cursors, in batches, and updates only the listeners they touch;
+   then **away and back** (:mod:`poller.absence`): brings back the agents
+   whose absence is up and, once a minute, offers idle nudges;
 3. **evaluate** (:mod:`poller.evaluate`): takes the listeners that are due
    (an indexed ``due_at``) a batch at a time, claims the batch and reads its
    facts with a few set queries (:mod:`poller.store.facts`), applies the law
    to each kind that is due and records every decision with one executemany;
+   Before it, the scheduled wakes (alarms, missed check-ins, the contact
+   stage: :mod:`poller.scheduled`) are weighed, composed and recorded; after
+   it, the mail outbox is sent (:mod:`poller.mail`);
 4. **compose** (:mod:`poller.draft`): renders the batch's wakes with no
    transaction open;
 5. **commit**: records them and the posts they answer in one short write
@@ -18,8 +23,9 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
 6. **launch** (:mod:`poller.launch`): starts the batch's turns once its wakes
    are recorded.
 
-A cycle with nothing new reads two cursors and one index range, whatever the
-number of Moods.  ``run`` repeats the cycle until SIGTERM/SIGINT.
+A cycle with nothing new reads two cursors and two index ranges (the due
+listeners, the absences due back), whatever the number of Moods.  ``run``
+repeats the cycle until SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -33,8 +39,9 @@ import time
 import uuid
 from typing import Callable, Optional
 
-from poller import clock as clock_mod, config as config_mod, draft as drafts, errors, evaluate
-from poller import launch, nudge, recover, scan, screen, summarize, text
+from poller import absence, catalog as catalogs, clock as clock_mod, config as config_mod
+from poller import draft as drafts, errors, evaluate
+from poller import launch, mail, nudge, recover, scan, scheduled, screen, summarize, text
 from poller.kinds import WakeKind
 from poller.context import Context, Planned, TickReport
 from poller.scope import Scope
@@ -77,6 +84,9 @@ class Poller:
         self.clock: Optional[Callable[[], dt.datetime]] = None  # run's clock, once it runs
         self.scope = scope
         self._served: Optional[set[int]] = None  # the Moods the scope serves (None: all)
+        self.booted_at: Optional[dt.datetime] = None  # when run started (the return floor)
+        self._catalogs_checked = False
+        self._nudges_at: Optional[dt.datetime] = None  # when idle nudges were last weighed
 
     @property
     def settings(self):
@@ -154,6 +164,8 @@ class Poller:
             if not self.scope.everything:
                 self._served = {i for i, slug in cycle.mood_slugs(s).items()
                                 if self.scope.serves(slug)}
+        if not self._catalogs_checked:
+            self.check_catalogs()
         if changed:
             with self._tx() as s:
                 cycle.lift_holds(s, now)  # new settings may lift holds
@@ -162,7 +174,31 @@ class Poller:
         if scram:
             report.scram = True
             return
-        self._evaluate_due(now, report, self._start if launch_turns else None)
+        start = self._start if launch_turns else None
+        if launch_turns:  # not in a dry run: a return writes outside its transaction
+            self._away_and_back(now, report)
+        scheduled.run(self, now, report, start, transient_errors())
+        self._evaluate_due(now, report, start)
+        if launch_turns:
+            mail.send_waiting(self.store, self.config.mail, self.holder, now)
+
+    def check_catalogs(self) -> None:
+        """Every agent's activities catalog, read once as the poller starts: one that is
+        present but invalid stops it (ConfigError, exit 78) rather than being ignored."""
+        with self._rx() as s:
+            agents = cycle.agents(s)
+        for agent in agents.values():
+            catalogs.of(agent, strict=True)
+        self._catalogs_checked = True
+
+    def _away_and_back(self, now: dt.datetime, report: TickReport) -> None:
+        """Bring back the agents whose absence is up; offer idle nudges (once a minute)."""
+        floor = (self.booted_at + dt.timedelta(seconds=self.config.poller.return_floor)
+                 if self.booted_at is not None else None)
+        report.returned = absence.come_back(self.ctx, self.holder, now, floor, self.booted_at)
+        if self._nudges_at is None or now - self._nudges_at >= absence.NUDGE_EVERY:
+            self._nudges_at = now
+            absence.nudges(self.ctx, now)
 
     def _drain(self, cursor: str, step, now: dt.datetime) -> int:
         """Run a scan step in short transactions until the backlog is read.
@@ -236,33 +272,36 @@ class Poller:
         for (agent_id, mood_id), exc in decided.bad:
             self._set_aside(agent_id, mood_id, exc, now, report)
         composed = []
-        for draft in self._screened(decided.drafts, now, report):
+        for draft in decided.drafts:
             try:
                 composed.append((draft, drafts.compose_text(self.ctx, draft)))  # no transaction
             except transient_errors():
                 raise
             except Exception as exc:  # this wake's data broke composing it: set it aside, go on
                 self._set_aside(draft.agent.id, draft.mood.id, exc, now, report)
-        recorded += self._record(composed, now, report)
+        recorded += self._record(self._screened(composed, now, report), now, report)
 
-    def _screened(self, drafts_: list, now: dt.datetime, report: TickReport) -> list:
-        """The drafts to compose: considers the screen says nobody needs are recorded as
-        screened out instead (asked with no transaction open)."""
-        screen = self.ctx.screen
+    def _screened(self, composed: list, now: dt.datetime, report: TickReport) -> list:
+        """The composed wakes to record: considers worth screening (at least
+        ``screen.min_wake_tokens``: a smaller wake costs less than asking) that the screen
+        says nobody needs are recorded as screened out instead (asked with no transaction
+        open)."""
+        screen, least = self.ctx.screen, self.config.screen.min_wake_tokens
         if screen is None or self._dry is not None:
-            return drafts_
+            return composed
         keep, out = [], []
-        for draft in drafts_:
+        for draft, wake in composed:
             verdict = (screen.ask(draft.agent.handle, draft.mood.slug, draft.request.woke, now)
-                       if draft.kind == WakeKind.CONSIDER else None)
+                       if draft.kind == WakeKind.CONSIDER and wake.prompt_tokens >= least
+                       else None)
             report.screen_tokens += verdict.tokens if verdict else 0
-            (keep if verdict is None or verdict.needed else out).append((draft, verdict))
+            (keep if verdict is None or verdict.needed else out).append((draft, wake, verdict))
         if out:
             with self._tx() as s:
-                for draft, verdict in out:
+                for draft, _, verdict in out:
                     if not drafts.screen_out(self.ctx, s, draft, verdict.reason, now, report):
                         report.abandoned += 1  # changed meanwhile: looked at again next cycle
-        return [d for d, _ in keep]
+        return [(d, w) for d, w, _ in keep]
 
     def _record(self, composed: list, now: dt.datetime, report: TickReport) -> list[Planned]:
         """Record a batch's composed wakes in one write transaction, each in a savepoint
@@ -330,6 +369,7 @@ class Poller:
         """
         waiting_logged = False
         self.clock = clock
+        self.booted_at = clock()
         listener = self.listen_for_commits()
         beat_at = 0.0
         try:

@@ -234,6 +234,11 @@ class Listener(Base):
     # Stopped here (``mood-poller stop``, or "@agent stop" from a trusted person) until lifted.
     stopped_at: Mapped[Optional[dt.datetime]]
     stopped_by: Mapped[Optional[str]] = mapped_column(String(64))
+    # A person's slash command for the agent's session here, waiting to run (migration 0010).
+    command_post_id: Mapped[int] = mapped_column(BigInteger, default=0)  # 0: none
+    # Back from an absence with pings it missed: a return wake is due here (migration 0011).
+    return_of: Mapped[int] = mapped_column(BigInteger, default=0)  # the activity; 0: none
+    nudge_due_at: Mapped[Optional[dt.datetime]]  # an idle nudge is due here
 
 
 class Owed(Base):
@@ -278,6 +283,9 @@ class Wake(Base):
     agent_pgid: Mapped[Optional[int]]
     reply_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
     error: Mapped[str] = mapped_column(Text, default="")
+    # What a running turn is doing (the tool it uses, the file it reads), names only;
+    # cleared when the turn ends (migration 0010).
+    progress: Mapped[Optional[str]] = mapped_column(String(200))
 
 
 class WakePost(Base):
@@ -441,6 +449,204 @@ class PollerBeat(Base):
     interval: Mapped[float]
     took: Mapped[float]  # seconds the cycle took
     scope: Mapped[str] = mapped_column(String(300), default="all", server_default="all")  # the Moods it serves
+
+
+# -- Away and back (migration 0011) -------------------------------------------------------------
+
+
+class Activity(Base):
+    """An absence: an agent out for an activity from its catalog.
+
+    Append-only: the absence in progress has ``returned_at`` NULL; its return
+    fills in how it ended.  What the return needs of the catalog entry (label,
+    seed, reachable, the knobs) is kept on the row, so a return after a
+    restart does not depend on the file.  ``return_holder`` claims the return
+    flow for one poller (a claim whose holder died is taken over).
+    """
+
+    __tablename__ = "activities"
+    __table_args__ = (Index("ix_activities_agent_id", "agent_id", "id"),
+                      Index("ix_activities_returned_due", "returned_at", "due_at"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))  # the Mood it left from
+    activity: Mapped[str] = mapped_column(String(40))  # the catalog id
+    label: Mapped[str] = mapped_column(String(100))
+    seed: Mapped[str] = mapped_column(Text)
+    note: Mapped[str] = mapped_column(Text, default="")
+    reachable: Mapped[bool] = mapped_column(Boolean)
+    archive_after_minutes: Mapped[int] = mapped_column(Integer)
+    catch_up_limit: Mapped[int] = mapped_column(Integer)
+    departed_at: Mapped[dt.datetime]
+    due_at: Mapped[dt.datetime]  # when it comes back (sooner if a ping calls it back)
+    departure_post_id: Mapped[int] = mapped_column(BigId, ForeignKey("posts.id"))  # its goodbye
+    departure_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    status: Mapped[str] = mapped_column(String(16), default="away")  # away|completed|cut_short
+    cut_short_by: Mapped[Optional[int]] = mapped_column(ForeignKey("participants.id"))
+    returned_at: Mapped[Optional[dt.datetime]]
+    return_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
+    return_holder: Mapped[Optional[str]] = mapped_column(String(100))
+    return_claimed_at: Mapped[Optional[dt.datetime]]
+    missed: Mapped[int] = mapped_column(Integer, default=0)  # pings its return wake lists
+    fresh_eyes: Mapped[bool] = mapped_column(Boolean, default=False)  # long enough to reset
+
+
+class ActivityPing(Base):
+    """A mention that reached an agent while it was out: a judgment it was woken for,
+    one the gate noted, or one found when it came back."""
+
+    __tablename__ = "activity_pings"
+    __table_args__ = (UniqueConstraint("activity_id", "post_id",
+                                       name="uq_activity_pings_activity_post"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    activity_id: Mapped[int] = mapped_column(BigId, ForeignKey("activities.id"))
+    post_id: Mapped[int] = mapped_column(BigId, ForeignKey("posts.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    sender_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    kind: Mapped[str] = mapped_column(String(16))  # judgment | noted | found
+    wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    at: Mapped[dt.datetime]
+
+
+class CatchUpMark(Base):
+    """Fresh eyes in one Mood: after a long absence, the posts made while the agent was out
+    that are older than the Mood's last ``catch_up_limit`` and do not mention it are
+    missed, never shown nor summarized in its wakes."""
+
+    __tablename__ = "catch_up_marks"
+
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), primary_key=True)
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"), primary_key=True)
+    activity_id: Mapped[int] = mapped_column(BigId, ForeignKey("activities.id"))
+    from_id: Mapped[int] = mapped_column(BigInteger)  # its goodbye: the window starts after it
+    missed_before: Mapped[int] = mapped_column(BigInteger)  # missed: from_id < id < this
+    missed: Mapped[int] = mapped_column(Integer)
+    at: Mapped[dt.datetime]
+
+
+# -- Scheduled wakes and check-in agreements (migration 0012) ---------------------------------
+
+
+class Alarm(Base):
+    """A wake asked for at a time: once (``at``), ``daily`` or by ``cron``, in a real zone.
+
+    ``next_at`` is the oldest firing not yet woken for (None: nothing more to
+    fire).  A wake covers every firing up to when it is recorded and moves
+    ``next_at`` past them in the same transaction, so a poller that was down
+    sends one late wake, never a burst.  ``version`` moves with each change, so
+    two pollers never record the same firing twice.
+    """
+
+    __tablename__ = "alarms"
+    __table_args__ = (Index("ix_alarms_next_at", "next_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    kind: Mapped[str] = mapped_column(String(8))  # at | daily | cron
+    spec: Mapped[str] = mapped_column(String(200))  # "2026-12-24 09:00" | "09:00" | "0 9 * * MON-FRI"
+    tz: Mapped[str] = mapped_column(String(64))
+    note: Mapped[str] = mapped_column(Text, default="")
+    set_by: Mapped[str] = mapped_column(String(100), default="")  # operator | @agent | person
+    lateness_cutoff_minutes: Mapped[int] = mapped_column(Integer, default=60)
+    created_at: Mapped[dt.datetime]
+    next_at: Mapped[Optional[dt.datetime]]
+    last_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    fired: Mapped[int] = mapped_column(Integer, default=0)  # firings woken for, in all
+    removed_at: Mapped[Optional[dt.datetime]]
+    version: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class CheckinAgreement(Base):
+    """A person's promise to check in by a time, watched by an agent in a Mood.
+
+    Deadlines up to ``answered_until`` are answered (checked in for); up to
+    ``processed_until`` a wake has looked at them.  ``next_check_at`` is when
+    the poller must look again (a deadline, or a grace ending).
+    """
+
+    __tablename__ = "checkin_agreements"
+    __table_args__ = (Index("ix_checkin_agreements_next_check_at", "next_check_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    person_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    kind: Mapped[str] = mapped_column(String(8))  # once | daily
+    spec: Mapped[str] = mapped_column(String(32))
+    tz: Mapped[str] = mapped_column(String(64))
+    grace_minutes: Mapped[int] = mapped_column(Integer, default=60)
+    lateness_cutoff_minutes: Mapped[int] = mapped_column(Integer, default=120)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    contact_email: Mapped[Optional[str]] = mapped_column(String(254))
+    consent_digest: Mapped[Optional[str]] = mapped_column(String(64))  # the invitation's code, hashed
+    consent_at: Mapped[Optional[dt.datetime]]
+    armed: Mapped[bool] = mapped_column(Boolean, default=False)
+    answered_until: Mapped[Optional[dt.datetime]]
+    processed_until: Mapped[dt.datetime]
+    next_check_at: Mapped[Optional[dt.datetime]]
+    created_at: Mapped[dt.datetime]
+    updated_at: Mapped[dt.datetime]
+    version: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class CheckinStreak(Base):
+    """Missed deadlines in a row, until the person checks in (or pause, cancel, replace)."""
+
+    __tablename__ = "checkin_streaks"
+    __table_args__ = (Index("ix_checkin_streaks_agreement", "agreement_id", "closed_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agreement_id: Mapped[int] = mapped_column(ForeignKey("checkin_agreements.id"))
+    first_due: Mapped[dt.datetime]
+    last_due: Mapped[dt.datetime]
+    opened_at: Mapped[dt.datetime]
+    closed_at: Mapped[Optional[dt.datetime]]
+    closed_by: Mapped[str] = mapped_column(String(16), default="")  # checkin | pause | cancel | ...
+    grace_until: Mapped[Optional[dt.datetime]]  # planned once, by the first confirmed on-time notice
+    grace_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    contact_state: Mapped[str] = mapped_column(String(16), default="")
+    contact_wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))
+    contact_note: Mapped[str] = mapped_column(Text, default="")
+
+
+class CheckinNotice(Base):
+    """A checkin-missed wake: the deadlines it tells the person about, and when its
+    reply was posted (the notice confirmed)."""
+
+    __tablename__ = "checkin_notices"
+
+    wake_id: Mapped[int] = mapped_column(BigId, ForeignKey("wakes.id"), primary_key=True)
+    streak_id: Mapped[int] = mapped_column(ForeignKey("checkin_streaks.id"))
+    oldest_due: Mapped[dt.datetime]
+    newest_due: Mapped[dt.datetime]
+    late: Mapped[bool] = mapped_column(Boolean, default=False)
+    confirmed_at: Mapped[Optional[dt.datetime]]
+
+
+class MailOut(Base):
+    """An e-mail to send (a consent invitation, a contact message): written in the
+    transaction that decides it, sent by a poller with its Message-ID, once."""
+
+    __tablename__ = "mail_outbox"
+    __table_args__ = (Index("ix_mail_outbox_state", "state"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agreement_id: Mapped[Optional[int]] = mapped_column(ForeignKey("checkin_agreements.id"))
+    streak_id: Mapped[Optional[int]] = mapped_column(ForeignKey("checkin_streaks.id"))
+    purpose: Mapped[str] = mapped_column(String(16))  # invite | contact
+    recipient: Mapped[str] = mapped_column(String(254))
+    subject: Mapped[str] = mapped_column(String(300))
+    body: Mapped[str] = mapped_column(Text)
+    message_id: Mapped[str] = mapped_column(String(200), unique=True)
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending sending sent failed uncertain
+    created_at: Mapped[dt.datetime]
+    claimed_at: Mapped[Optional[dt.datetime]]
+    claimed_by: Mapped[str] = mapped_column(String(100), default="")
+    sent_at: Mapped[Optional[dt.datetime]]
+    error: Mapped[str] = mapped_column(Text, default="")
 
 
 # -- Bridges: external ids, the outbox, webhook subscribers (migration 0013) -------------

@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Optional
 
-from poller import errors, law
+from poller import away as away_rules, errors, law, settings
 from poller.recover import stop_turn
-from poller.store import Store, cycle, ops
+from poller.store import Store, away as absences, cycle, ops
+from poller.store.core import resolve_in
 from poller.text import iso
 
 
@@ -75,6 +76,7 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
         before = cycle.mentions_before(s, agent.id, mood.id, history) if history else 0
         floor = _floor(s, mood.id, decisions, now)
         untrusted = ops.untrusted_mentions(s, agent.id, mood.id)
+        out = _away(s, now).get(agent.id)
     hold = None
     if l is not None and l.hold_reason and owed:
         hold = {"reason": l.hold_reason, "since": iso(l.hold_since), "owed": owed}
@@ -87,7 +89,7 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
             "owed": owed, "in_flight": flight.id if flight else None,
             "decisions": decisions, "timers": timers, "quarantined": aside,
             "first_cycle_run": history is not None, "mentions_before_first_cycle": before,
-            "floor": floor, "untrusted_mentions": untrusted}
+            "floor": floor, "away": out, "untrusted_mentions": untrusted}
 
 
 FLOOR_TAKEN = "floor-taken-by-"
@@ -118,6 +120,45 @@ def _aside_json(q: ops.QuarantineRecord) -> dict:
             "last_at": iso(q.last_at), "count": q.count}
 
 
+def _away_json(s, a: absences.Absence, slugs: dict, now: dt.datetime) -> dict:
+    zone = settings.values(resolve_in(s, None, a.agent_id, now))["timezone"]
+    return {"activity": a.activity, "label": a.label, "mood": slugs.get(a.mood_id),
+            "since": iso(a.departed_at), "back_about": iso(a.due_at), "reachable": a.reachable,
+            "called_back": a.cut_short_by is not None,
+            "line": away_rules.presence(a.label, a.due_at, zone)}
+
+
+def away(store: Store, now: dt.datetime) -> dict[int, dict]:
+    """The agents out on an activity, by id: what, since when, back about when."""
+    with store.reading() as s:
+        return _away(s, now)
+
+
+def _away(s, now: dt.datetime) -> dict[int, dict]:
+    out = absences.everyone_out(s)
+    if not out:
+        return {}
+    _, slugs = ops.names(s)
+    return {a.agent_id: _away_json(s, a, slugs, now) for a in out}
+
+
+def activities(store: Store, agent: Optional[str] = None, limit: int = 50) -> list[dict]:
+    """Absences, newest first: who, what, from where, from when to when, how it ended."""
+    if limit < 1:
+        raise errors.UserError("--limit must be at least 1")
+    agent_id = store.agent(agent).id if agent else None
+    with store.reading() as s:
+        rows = absences.history(s, agent_id, limit)
+        handles, slugs = ops.names(s)
+    return [{"id": a.id, "agent": handles.get(a.agent_id), "activity": a.activity,
+             "label": a.label, "note": a.note, "mood": slugs.get(a.mood_id),
+             "reachable": a.reachable, "departed_at": iso(a.departed_at),
+             "due_at": iso(a.due_at), "returned_at": iso(a.returned_at), "status": a.status,
+             "cut_short": a.cut_short_by is not None,
+             "cut_short_by": handles.get(a.cut_short_by) if a.cut_short_by else None,
+             "missed_pings": a.missed, "fresh_eyes": a.fresh_eyes} for a in rows]
+
+
 def status(store: Store, now: dt.datetime) -> dict:
     with store.reading() as s:
         o = ops.overview(s)
@@ -125,11 +166,14 @@ def status(store: Store, now: dt.datetime) -> dict:
         scram = _scram(s)
         aside = [_aside_json(q) for q in ops.quarantined(s)]
         pollers = _pollers(s, now)
+        out = _away(s, now)
+        scheduled = _scheduled(s)
     agents = []
     for agent_id, handle in o.agents.items():
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
         holds = [{"mood": h.mood, "reason": h.reason} for h in o.holds if h.agent_id == agent_id]
-        st = "at work" if at_work else ("holding" if holds else "idle")
+        st = "at work" if at_work else ("away" if agent_id in out else
+                                        "holding" if holds else "idle")
         state = states.get(agent_id)
         last, said = (state.last_turn, state.last_decision) if state else (None, None)
         agents.append({
@@ -144,14 +188,28 @@ def status(store: Store, now: dt.datetime) -> dict:
             "why": None if said is None else {
                 **said, "at": iso(said["at"]),
                 "code": law.Decision(said["outcome"], said["reason"]).code},
+            "away": out.get(agent_id),
         })
     return {"scram": scram, "agents": sorted(agents, key=lambda a: a["handle"].lower()),
             "in_flight": [{"id": w.id, "agent": w.agent, "mood": w.mood, "kind": w.kind,
-                           "status": w.status, "since": iso(w.started_at or w.created_at)}
+                           "status": w.status, "since": iso(w.started_at or w.created_at),
+                           "progress": w.progress}
                           for w in o.in_flight],
             "next_due": [{"agent": d.agent, "mood": d.mood, "due_at": iso(d.due_at)}
                          for d in o.due],
-            "quarantined": aside, **pollers}
+            "quarantined": aside, "scheduled": scheduled, **pollers}
+
+
+def _scheduled(s) -> list[dict]:
+    """The next alarms and check-in deadlines (or grace ends), soonest first."""
+    from poller import timing
+    from poller.store import schedules
+
+    found = schedules.upcoming(s)
+    names = schedules.handles(s, {r[1] for r in found})
+    places = schedules.slugs(s, {r[2] for r in found})
+    return [{"what": what, "agent": names[a], "mood": places[m], "at": iso(at),
+             "local": timing.shown(at, tz)} for what, a, m, at, tz in found]
 
 
 STALE_INTERVALS = 3  # a poller that has not cycled for this many intervals is not counted

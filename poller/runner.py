@@ -23,12 +23,12 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 from poller import config as config_mod, errors, logs, procs, secure, settings, tokens, wakers
 from poller.store import db
 from poller.clock import Clock
-from poller.kinds import ANSWERED
+from poller.kinds import ANSWERED, WakeKind, Waker
 from poller.store import Store, turns
 
 log = logging.getLogger("poller.runner")
@@ -53,6 +53,44 @@ def heartbeat(store: Store, wake_id: int, clock, done: threading.Event, every: f
             log.warning("turn %s: heartbeat failed", wake_id, extra={"action": "heartbeat_failed"})
 
 
+class Progress:
+    """Writes what a running turn is doing to its wake (``wakes.progress``), from a thread
+    of its own: the agent's output is read without waiting on the database, reports
+    that come faster than every *every* seconds are folded into the latest, and a
+    failed write is only logged (progress is a courtesy, never the turn's business)."""
+
+    def __init__(self, store: Store, wake_id: int, every: float = 0.25) -> None:
+        self.store, self.wake_id, self.every = store, wake_id, every
+        self.latest, self.written = "", ""
+        self.wanted, self.done = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._write, name=f"progress-{wake_id}",
+                                       daemon=True)
+        self.thread.start()
+
+    def __call__(self, doing: str) -> None:
+        self.latest = doing
+        self.wanted.set()
+
+    def _write(self) -> None:
+        while not self.done.is_set():
+            self.wanted.wait()
+            self.wanted.clear()
+            doing = self.latest
+            if doing and doing != self.written and not self.done.is_set():
+                try:
+                    turns.record_progress(self.store, self.wake_id, doing)
+                    self.written = doing
+                except Exception:
+                    log.warning("turn %s: progress not recorded", self.wake_id,
+                                extra={"action": "progress_failed"})
+            self.done.wait(self.every)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.wanted.set()
+        self.thread.join(5)
+
+
 def timeout_for(agent, tools: str, cfg: config_mod.PollerConfig):
     if agent.timeout:
         return agent.timeout
@@ -61,7 +99,8 @@ def timeout_for(agent, tools: str, cfg: config_mod.PollerConfig):
     return cfg.look_timeout or None
 
 
-def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clock) -> str:
+def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clock,
+                        prices: Optional[turns.Prices] = None) -> str:
     """Settle, retrying lost races (a deadlock with another poller, a busy file).
 
     A reply that still cannot be recorded closes the turn as failed, so it is
@@ -71,7 +110,7 @@ def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clo
 
     for attempt in range(SETTLE_ATTEMPTS):
         try:
-            return turns.settle_outcome(store, wake_id, outcome, clock())
+            return turns.settle_outcome(store, wake_id, outcome, clock(), prices)
         except sqlalchemy.exc.OperationalError as exc:
             log.warning("settling turn %s failed (attempt %d): %s", wake_id, attempt + 1,
                         str(exc).splitlines()[0], extra={"action": "settle_retry"})
@@ -114,6 +153,7 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
     if claimed is None:
         return ""
     agent, started = claimed.agent, time.monotonic()
+    progress = Progress(store, wake_id)
     here = mood_settings(store, claimed, clock())
     turn = wakers.Turn(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
@@ -123,21 +163,39 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
                        workdir=agent.workdir, session=claimed.session,
                        pass_env=tuple(n.strip() for n in cfg.poller.agent_env.split(",")
                                       if n.strip()),
-                       model=here["model"], effort=here["effort"], rules=here["rules"])
+                       model=here["model"], effort=here["effort"], rules=here["rules"],
+                       on_progress=progress)
     done = threading.Event()
     every = min(HEARTBEAT_S, cfg.poller.turn_stale / 4)
     threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every, cancel),
                      daemon=True).start()
-    try:
-        outcome = wakers.for_agent(agent).run(
-            turn, lambda pgid: turns.record_pgid(store, wake_id, pgid), cancel)
-    except Exception as exc:  # a waker bug must still close the turn
-        log.exception("waker failed")
-        outcome = wakers.Outcome("failed", error=f"the waker failed: {type(exc).__name__}")
+    outcome = run_waker(store, agent, turn, cancel)
     done.set()
-    status = settle_with_retries(store, wake_id, outcome, clock)
+    progress.stop()  # before settling, which clears it: no report lands after the end
+    status = settle_with_retries(store, wake_id, outcome, clock, prices_for(agent, cfg.poller))
     log_end(claimed, status, outcome, time.monotonic() - started)
     return status
+
+
+def run_waker(store: Store, agent, turn: wakers.Turn, cancel: threading.Event) -> wakers.Outcome:
+    """The turn through the agent's waker; a waker's bug still ends it with a reason."""
+    if turn.kind == WakeKind.COMMAND and agent.waker != Waker.CLAUDE_CODE:
+        why = "a command runs only in a Claude Code agent's session"  # its waker changed since
+        return wakers.Outcome("failed", error=why, public=why)
+    try:
+        return wakers.for_agent(agent).run(
+            turn, lambda pgid: turns.record_pgid(store, turn.wake_id, pgid), cancel)
+    except Exception as exc:  # a waker bug must still close the turn
+        log.exception("waker failed")
+        return wakers.Outcome("failed", error=f"the waker failed: {type(exc).__name__}")
+
+
+def prices_for(agent, cfg: config_mod.PollerConfig) -> Optional[turns.Prices]:
+    """What an agent's tokens cost, for agents that report no cost of their own (Claude
+    Code reports its turns' cost; command and HTTP agents are priced by token counts)."""
+    if agent.waker == Waker.CLAUDE_CODE or not (cfg.usd_per_mtok_in or cfg.usd_per_mtok_out):
+        return None
+    return turns.Prices(cfg.usd_per_mtok_in, cfg.usd_per_mtok_out)
 
 
 def log_end(claimed: turns.Claimed, status: str, outcome: wakers.Outcome, seconds: float) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from poller import commands, law
+from poller import commands, law, slash
 from poller.context import Context, log
 from poller.kinds import ParticipantKind, PostKind, Trust
 from poller.store import cycle, facts
@@ -32,15 +32,23 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
     agent_ids = set(ctx.agents)
     mentioned = cycle.mentions_between(s, cur.value, rows[-1].id, agent_ids)
     listeners = facts.listeners(s, {(a, r.mood_id) for r in rows for a in agent_ids})
+    asked = commands_in(s, mentioned)
     owed: set[tuple[int, int, int]] = set()
     for r in rows:
         addressed = mentioned.get(r.id, set())
         if r.sender_trust == Trust.NONE and r.sender_kind == ParticipantKind.PERSON:
             addressed = set()  # people with trust none: a mention is just text
         commanded = commands.carry_out(ctx, s, r, addressed, listeners, now) if addressed else ()
+        # (a slash command from someone with trust none is refused too, not read as mere text)
+        target = command_target(ctx, asked.get(r.id), mentioned.get(r.id, set()))
         for agent_id in agent_ids:
             try:
-                apply_post(ctx, listeners[(agent_id, r.mood_id)], r, agent_id, addressed, now, owed)
+                l = listeners[(agent_id, r.mood_id)]
+                if target is not None:  # a command is not conversation: nothing owed or considered
+                    if agent_id == target:
+                        take_command(ctx, s, l, r, asked[r.id], now)
+                    continue
+                apply_post(ctx, l, r, agent_id, addressed, now, owed)
             except Exception as exc:  # one bad row must not stop every Mood, nor other agents
                 set_aside(s, "post", r.id, r.mood_id, exc, now)
         for agent_id in commanded:  # "@agent stop" was carried out: nothing to answer
@@ -52,6 +60,39 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
     facts.save(s, listeners.values())
     cur.value, cur.at = rows[-1].id, now
     return len(rows)
+
+
+def commands_in(s, mentioned: dict[int, set[int]]) -> dict[int, slash.Asked]:
+    """The posts among those mentioning an agent that are slash commands (``@a /compact``)."""
+    texts = cycle.post_texts(s, list(mentioned)) if mentioned else {}
+    found = {post_id: slash.parse(text) for post_id, text in texts.items()}
+    return {post_id: a for post_id, a in found.items() if a is not None}
+
+
+def command_target(ctx: Context, asked, addressed: set[int]):
+    """The agent a command post is addressed to (the handle it starts with), or None."""
+    if asked is None:
+        return None
+    return next((a for a in addressed if ctx.agents[a].handle.lower() == asked.handle.lower()),
+                None)
+
+
+def take_command(ctx: Context, s, l: ListenerRow, r: cycle.PostEvent, asked: slash.Asked,
+                 now: dt.datetime) -> None:
+    """A person's slash command to this agent: due to run in its session here, or refused
+    with a one-line system note in the Mood (the agent is not woken by it)."""
+    agent = ctx.agents[l.agent_id]
+    waiting = cycle.post_texts(s, [l.command_post_id]) if l.command_post_id else {}
+    before = slash.parse(waiting.get(l.command_post_id, ""))
+    why = slash.refusal(asked, agent.handle, agent.waker, r.sender_kind, r.sender_trust,
+                           before.word if before else "")
+    if why:
+        cycle.add_system_post(s, r.mood_id, l.agent_id, why, now, ctx.counter.count(why))
+        log.info("command %s for %s refused: %s", asked.shown, agent.handle, why,
+                 extra={"action": "command_refused", "agent": agent.handle, "post_id": r.id})
+        return
+    l.command_post_id = r.id
+    l.due_at = now
 
 
 def apply_post(ctx: Context, l: ListenerRow, r: cycle.PostEvent, agent_id: int,

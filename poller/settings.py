@@ -180,6 +180,13 @@ KEYS: dict[str, Key] = {
         Key("initiative_speed", 1.0, _number_range("initiative_speed", 0.0, 10.0),
             "how fast the agent gains initiative while it has not spoken in a Mood: of several "
             "agents that could speak unasked at once, the one with the most takes the floor"),
+        Key("max_usd_per_day", 0.0, _number_range("max_usd_per_day", 0.0, 100_000.0),
+            "US dollars the agent may spend in the Mood a day, from midnight in the Mood's "
+            "timezone (0: no limit); over it, mentions are held and unprompted wakes skipped"),
+        Key("max_usd_per_day_all_moods", 0.0,
+            _number_range("max_usd_per_day_all_moods", 0.0, 100_000.0),
+            "US dollars the agent may spend a day in every Mood together (0: no limit); set it "
+            "per agent; whichever budget runs out first holds the agent"),
         Key("heat", 0.0, _number_range("heat", -100.0, 100.0),
             "initiative added in this Mood (set it per Mood: e.g. the Mood's own project agent "
             "runs hot); one hour without speaking is worth 1 at speed 1"),

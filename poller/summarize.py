@@ -142,7 +142,7 @@ class LLMSummarizer:
 
     @property
     def endpoint(self) -> str:
-        return chat.endpoint(self.config.url)
+        return endpoint(self.config)
 
     def summarize(self, posts, *, also_unseen, budget, agent, now) -> str:
         if not posts:
@@ -184,8 +184,22 @@ class LLMSummarizer:
         return "\n".join(reversed(shown))
 
     def _complete(self, body: dict) -> str:
-        try:
-            return chat.complete(self.config.url, self.config.api_key, self.config.timeout, body,
-                                 what="summarizer", client=self._client).text
-        except chat.ChatError as exc:
-            raise SummaryError(str(exc)) from exc
+        return complete(self.config, body, self._client)
+
+
+def endpoint(config: SummarizerConfig) -> str:
+    """The chat completions URL of the configured OpenAI-compatible endpoint."""
+    return chat.endpoint(config.url)
+
+
+def complete(config: SummarizerConfig, body: dict, client: httpx.Client | None = None) -> str:
+    """POST one chat completion *body* to the configured endpoint; the answer's text.
+
+    Shared by the summarizer and the accounts agents give of their absences
+    (:mod:`poller.experience`).  Raises SummaryError, never with the API key in it.
+    """
+    try:
+        return chat.complete(config.url, config.api_key, config.timeout, body,
+                             what="summarizer", client=client).text
+    except chat.ChatError as exc:
+        raise SummaryError(str(exc)) from exc

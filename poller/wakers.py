@@ -25,6 +25,7 @@ imported only when an HTTP turn runs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -34,10 +35,11 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from poller import settle
+from poller.kinds import WakeKind
 from poller.secure import mask_text
 
 READ_LIMIT = 4 * 1024 * 1024  # bytes of stdout kept; the rest is drained and dropped
@@ -62,6 +64,8 @@ class Turn:
     model: str = ""  # over the agent's own model option
     effort: str = ""
     rules: str = ""  # Claude Code: --append-system-prompt; other wakers have it in the wake's frame
+    # Told what the turn is doing as it goes (Claude Code: the tool in use), names only.
+    on_progress: Optional[Callable[[str], None]] = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -390,7 +394,7 @@ class ClaudeStream:
     reply even when the run then ends in an error.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_progress: Optional[Callable[[str], None]] = None) -> None:
         self._buf = bytearray()
         self._skipping = False
         self.session: Optional[str] = None
@@ -398,6 +402,9 @@ class ClaudeStream:
         self.said: str = ""
         self.bad_lines = 0
         self.notes: list[str] = []
+        self.local_output: str = ""  # what a slash command printed (<local-command-stdout>)
+        self.compacted: Optional[int] = None  # /compact: the tokens the session held before
+        self.on_progress = on_progress
 
     def feed(self, chunk: bytes) -> None:
         self._buf.extend(chunk)
@@ -437,12 +444,74 @@ class ClaudeStream:
         sid = obj.get("session_id")
         if isinstance(sid, str) and sid:
             self.session = sid[:200]
-        if obj.get("type") == "result":
+        kind = obj.get("type")
+        if kind == "result":
             self.result = obj
-        elif obj.get("type") == "assistant":
+        elif kind == "assistant":
             said = _message_text(obj.get("message"))
             if said:
                 self.said = said
+        elif kind == "user":
+            self._local_output(obj.get("message"))
+        elif kind == "system" and obj.get("subtype") == "compact_boundary":
+            meta = obj.get("compact_metadata")
+            pre = meta.get("pre_tokens") if isinstance(meta, dict) else None
+            self.compacted = pre if isinstance(pre, int) and not isinstance(pre, bool) else 0
+        if self.on_progress is not None:
+            doing = progress_of(obj)
+            if doing:
+                self.on_progress(doing)
+
+    def _local_output(self, message) -> None:
+        """A slash command's output comes back as a user message wrapped in
+        ``<local-command-stdout>``."""
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            texts = [content]
+        elif isinstance(content, list):
+            texts = [b["text"] for b in content
+                     if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        else:
+            texts = []
+        for text in texts:
+            m = LOCAL_STDOUT_RE.search(text)
+            if m and m.group(1).strip():
+                self.local_output = m.group(1).strip()
+
+
+LOCAL_STDOUT_RE = re.compile(r"<local-command-stdout>(.*?)</local-command-stdout>", re.DOTALL)
+# Tools whose input names a file: the progress shows that file's name, never its content.
+FILE_KEYS = ("file_path", "notebook_path")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def _clean(text: str, limit: int) -> str:
+    return _UNPRINTABLE.sub(" ", text).strip()[:limit]
+
+
+def progress_of(event: dict) -> str:
+    """What a stream-json event says the turn is doing, in a few words: the tool it calls
+    and, for a tool that opens a file, the file's name; never a tool's other arguments,
+    a command line, a file's content or anything the agent writes."""
+    kind = event.get("type")
+    if kind == "system" and event.get("subtype") == "init":
+        return "starting"
+    if kind == "system" and event.get("subtype") == "compact_boundary":
+        return "compacting its session"
+    if kind != "assistant" or not isinstance(event.get("message"), dict):
+        return ""
+    content = event["message"].get("content")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    calls = [b for b in blocks if b.get("type") == "tool_use" and isinstance(b.get("name"), str)]
+    if not calls:
+        return "writing" if any(b.get("type") == "text" for b in blocks) else (
+            "thinking" if blocks else "")
+    call = calls[-1]
+    doing = f"using {_clean(call['name'], 80)}"
+    given = call.get("input") if isinstance(call.get("input"), dict) else {}
+    path = next((given[k] for k in FILE_KEYS if isinstance(given.get(k), str)), "")
+    name = _clean(os.path.basename(path.rstrip("/")), 100) if path else ""
+    return f"{doing} on {name}" if name else doing
 
 
 def _message_text(message) -> str:
@@ -457,6 +526,23 @@ def _message_text(message) -> str:
     return "\n\n".join(t for t in texts if t)
 
 
+COMMAND = WakeKind.COMMAND  # a person's slash command (/compact...), run as it is
+NO_SESSION = "(there is no session here yet, so nothing was run)"
+
+
+def command_output(out: Outcome, stream: ClaudeStream) -> Outcome:
+    """What a slash command printed: the final result's text, or (Claude Code prints a
+    local command's output as a user message) the ``<local-command-stdout>``, or for
+    ``/compact`` the size of what it compacted."""
+    if out.status != "replied":
+        return out
+    text = out.reply.strip() or stream.local_output
+    if not text and stream.compacted is not None:
+        text = (f"The session was compacted (it held {stream.compacted:,} tokens)."
+                if stream.compacted else "The session was compacted.")
+    return dataclasses.replace(out, reply=text)
+
+
 class ClaudeWaker:
     """Runs Claude Code in print mode for one turn, resuming the Mood's session."""
 
@@ -467,6 +553,8 @@ class ClaudeWaker:
         user, failed = resolve_run_as(self.options.get("run_as"))
         if failed is not None:
             return failed
+        if turn.kind == COMMAND and not turn.session:
+            return Outcome("replied", reply=NO_SESSION)  # nothing to run it in: not run
         cwd = self.options.get("session_dir") or turn.workdir
         if cwd and not os.path.isdir(cwd):
             try:
@@ -476,7 +564,7 @@ class ClaudeWaker:
             except OSError as exc:
                 return Outcome("failed", error=f"could not create {cwd}: {exc.strerror}",
                                public="its session directory could not be created")
-        stream = ClaudeStream()
+        stream = ClaudeStream(turn.on_progress)
         argv = claude_argv(self.options, turn.tools, turn.session, model=turn.model,
                            effort=turn.effort, rules=turn.rules)
         try:
@@ -490,7 +578,8 @@ class ClaudeWaker:
         if ended is not None:
             return Outcome(ended.status, error=ended.error, public=ended.public,
                            session=stream.session)
-        return self._outcome(stream, proc, turn)
+        out = self._outcome(stream, proc, turn)
+        return command_output(out, stream) if turn.kind == COMMAND else out
 
     @classmethod
     def _outcome(cls, stream: ClaudeStream, proc: Process, turn: Turn) -> Outcome:
@@ -626,7 +715,10 @@ class HttpWaker:
         except LookupError as exc:
             return Outcome("failed", error=str(exc),
                            public="the poller lacks a value for one of its request headers")
-        timeout = httpx.Timeout(turn.timeout, connect=CONNECT_TIMEOUT_S)
+        # The turn's own deadline (run) ends it; the client's read timeout only backs it
+        # up, a little later, so a slow endpoint is "timed out", never a failed request.
+        read = None if turn.timeout is None else turn.timeout + READ_GRACE_S
+        timeout = httpx.Timeout(read, connect=CONNECT_TIMEOUT_S)
         last = ""
         with httpx.Client(timeout=timeout, follow_redirects=False) as client:
             for attempt in range(CONNECT_ATTEMPTS):
@@ -644,6 +736,9 @@ class HttpWaker:
                                    public="the request to its endpoint failed after it was sent")
         return Outcome("failed", error=f"could not connect after {CONNECT_ATTEMPTS} attempts ({last})",
                        public="its endpoint could not be reached")
+
+
+READ_GRACE_S = 5.0  # the HTTP client's read timeout runs this much past the turn's
 
 
 def _read_body(resp) -> tuple[bytes, bool]:

@@ -30,6 +30,9 @@ elif mode == "silent":
     print("<silent>nothing to add</silent>")
 elif mode == "say":
     print(" ".join(extra))
+elif mode == "file":
+    # Whatever the file holds now: a test changes the reply between turns.
+    print(open(extra[0]).read())
 elif mode == "fail":
     print("half a thought")
     print("something broke", file=sys.stderr)
@@ -48,6 +51,12 @@ elif mode == "gate":
     while not os.path.exists(gate) and time.monotonic() < give_up:
         time.sleep(0.05)
     print("done when let go")
+elif mode == "script":
+    # Replies from a queue the test writes (a JSON list in extra[0]), one per turn;
+    # an empty queue stays silent.
+    queue = json.load(open(extra[0])) if os.path.exists(extra[0]) else []
+    print(queue.pop(0) if queue else "<silent>nothing scripted</silent>")
+    json.dump(queue, open(extra[0], "w"))
 elif mode == "hang":
     marker = extra[0]
     # A child and a grandchild that must die with the turn.
@@ -70,6 +79,12 @@ def wakes_seen(tmp_path: Path) -> list[dict]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def script(queue: Path, *replies: str) -> None:
+    """Queue the next replies of an agent started in ``script`` mode, one per turn."""
+    have = json.loads(queue.read_text()) if queue.exists() else []
+    queue.write_text(json.dumps(have + list(replies)))
 
 
 def open_gate(gate: Path) -> None:

@@ -379,6 +379,13 @@ def test_the_document_is_valid_openapi_and_every_answer_matches_it(served, tmp_p
     check("GET", "/api/v1/status", 200)
     check("POST", "/api/v1/scram", 200)
     check("DELETE", "/api/v1/scram", 200)
+    alarm = check("POST", "/api/v1/alarms", 201, json={"agent": "helper", "mood": "lobby",
+                                                       "daily": "09:00", "tz": "UTC"})
+    check("GET", "/api/v1/alarms", 200)
+    check("DELETE", "/api/v1/alarms/{alarm_id}", 200, f"/api/v1/alarms/{alarm['id']}")
+    check("GET", "/api/v1/checkin", 404)  # otto has no check-in agreement
+    check("POST", "/api/v1/checkin/done", 404, json={"for": "2031-05-06 21:00"})
+    check("POST", "/api/v1/checkin/accept", 400, json={"code": "no-such-code"})
     # Refusals are documented too, in the error shape.
     check("GET", "/api/v1/moods/{slug}", 404, "/api/v1/moods/nowhere")
     check("POST", "/api/v1/moods", 409, json={"slug": "den"})

@@ -124,7 +124,7 @@ def test_optional_parts():
 
 def test_bad_requests_are_refused():
     with pytest.raises(ValueError, match="kind"):
-        wake(request(kind="nudge"))
+        wake(request(kind="poke"))
     with pytest.raises(ValueError, match="arrival"):
         wake(request("arrival", arrival=None))
     with pytest.raises(ValueError, match="tools"):

@@ -290,7 +290,7 @@ def connect_config(tmp_path, wiki_host: str, summarizer_url: str, timeout: float
 def checks(out: str) -> dict[str, str]:
     found = {}
     for line in out.splitlines():
-        for name in ("database", "wiki", "summarizer"):
+        for name in ("database", "wiki", "summarizer", "mail"):
             if line.startswith(f"# {name}: "):
                 found[name] = line[len(f"# {name}: "):]
     return found
@@ -311,7 +311,7 @@ def test_connect_reaches_everything_and_exits_0(cli, sqlite_url, tmp_path, fake,
     assert SECRET not in r.out + r.err
     as_json = json.loads(Cli(sqlite_url, str(path))("config", "check", "--connect", "--json").out)
     assert [(c["check"], c["status"]) for c in as_json["connect"]] == [
-        ("database", "ok"), ("wiki", "ok"), ("summarizer", "ok")]
+        ("database", "ok"), ("wiki", "ok"), ("summarizer", "ok"), ("mail", "skipped")]
 
 
 def test_connect_skips_what_is_not_configured(cli, sqlite_url):
@@ -320,6 +320,7 @@ def test_connect_skips_what_is_not_configured(cli, sqlite_url):
     assert found["database"].startswith("ok (")
     assert found["wiki"].startswith("skipped (") and "wiki.site" in found["wiki"]
     assert found["summarizer"].startswith("skipped (") and "extractive" in found["summarizer"]
+    assert found["mail"].startswith("skipped (") and "mail.host" in found["mail"]
 
 
 def test_connect_names_each_failure_and_exits_75(tmp_path, closed_port, monkeypatch):
@@ -327,17 +328,19 @@ def test_connect_names_each_failure_and_exits_75(tmp_path, closed_port, monkeypa
     missing = tmp_path / "never-made.db"
     path = connect_config(tmp_path, f"127.0.0.1:{closed_port}",
                           f"http://bot:{SECRET}@127.0.0.1:{closed_port}/v1?api_key={SECRET}")
+    path.write_text(path.read_text() + f'[mail]\nhost = "127.0.0.1"\nport = {closed_port}\n'
+                    'starttls = false\nsender = "poller@example.org"\n')
     r = Cli(f"sqlite:///{missing}", str(path)).fails("config", "check", "--connect")
     assert r.code == 75
     found = checks(r.out)
-    assert set(found) == {"database", "wiki", "summarizer"}
+    assert set(found) == {"database", "wiki", "summarizer", "mail"}
     assert all(v.startswith("failed: ") for v in found.values()), found
     assert "mood-poller init" in found["database"]
     assert not missing.exists()  # a check creates nothing
     assert "unreachable" in found["wiki"]
     assert "unreachable" in found["summarizer"] and "api_key=***" in found["summarizer"]
     assert SECRET not in r.out + r.err
-    assert "cannot reach database, wiki, summarizer" in r.err
+    assert "cannot reach database, wiki, summarizer, mail" in r.err
 
 
 def test_connect_uses_the_configured_timeouts(tmp_path, sqlite_url, cli, fake):

@@ -33,6 +33,19 @@ def test_preview_frames_shows_every_kind_with_placeholders(cli):
     assert "«" in out
 
 
+def test_preview_frames_shows_the_scheduled_frames(cli):
+    out = cli("preview", "--frames").out
+    for kind in ("alarm", "checkin-missed", "checkin-contact"):
+        assert f'==== {kind} wake, look-only ====' in out and f'reason="{kind}"' in out
+    contact = out.split('reason="checkin-contact"')[1]
+    assert "«the contact's e-mail address»" in contact and "```contact" in contact
+    missed = out.split('reason="checkin-missed"')[1].split("</mood-wake>")[0]
+    assert "@«person» has a check-in agreement with you here" in missed
+    assert "```checkin" in missed and "«the note left with the alarm»" not in missed
+    alarm = out.split('reason="alarm"')[1].split("</mood-wake>")[0]
+    assert "  «the note left with the alarm»" in alarm
+
+
 def test_preview_errors(cli):
     cli("mood", "add", "empty")
     cli("agent", "add", "bot", "--command", "cat")

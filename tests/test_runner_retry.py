@@ -10,7 +10,7 @@ from poller import runner, wakers
 def test_settle_retries_a_lost_race_then_records(monkeypatch):
     calls = []
 
-    def flaky(store, wake_id, outcome, now):
+    def flaky(store, wake_id, outcome, now, prices=None):
         calls.append(outcome.status)
         if len(calls) < 3:
             raise sqlalchemy.exc.OperationalError("UPDATE", {}, Exception("deadlock detected"))
@@ -25,7 +25,7 @@ def test_settle_retries_a_lost_race_then_records(monkeypatch):
 def test_a_reply_that_cannot_be_recorded_closes_the_turn_as_failed(monkeypatch):
     seen = []
 
-    def broken(store, wake_id, outcome, now):
+    def broken(store, wake_id, outcome, now, prices=None):
         seen.append(outcome)
         if outcome.status == "replied":
             raise ValueError("a bug while applying blocks")

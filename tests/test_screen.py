@@ -73,7 +73,8 @@ def endpoint():
 @pytest.fixture
 def room(any_cli, tmp_path, endpoint, monkeypatch):
     config = tmp_path / "config.toml"
-    config.write_text(f'[screen]\nurl = "{endpoint.url}"\nmodel = "tiny"\ntimeout = 1.0\n')
+    config.write_text(f'[screen]\nurl = "{endpoint.url}"\nmodel = "tiny"\ntimeout = 1.0\n'
+                      f'min_wake_tokens = {getattr(any_cli, "min_wake_tokens", 0)}\n')
     monkeypatch.setenv("MOOD_POLLER_SCREEN_API_KEY", SECRET)
     c = TimelineCli(any_cli.db_url, config=str(config))
     c("mood", "add", "lobby")
@@ -180,3 +181,12 @@ def test_considers_the_screen_turns_away_calm_the_mood_like_silent_turns(room, e
     # three in a row: the minute doubled, from the third screening (at 80 s)
     assert consider(tick(room, 110)) == "deferred:calm-until-" + at(200)
     assert len(endpoint.requests) == 3
+
+
+def test_a_wake_smaller_than_min_wake_tokens_is_not_worth_screening(any_cli, tmp_path, endpoint,
+                                                                     monkeypatch):
+    any_cli.min_wake_tokens = 100_000  # bigger than any wake here
+    c = room.__wrapped__(any_cli, tmp_path, endpoint, monkeypatch)
+    c("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
+    assert [w["kind"] for w in tick(c, 20)["wakes"]] == ["consider"]
+    assert endpoint.requests == []

@@ -14,7 +14,17 @@ test can switch behaviour between turns:
   mode before it, but the assistant message only calls a tool (says nothing);
 - ``badutf8``: invalid UTF-8 bytes in an assistant line, then a good result;
 - ``crash``: half a stream, then exit 1;
-- ``no-resume``: like Claude Code given an unknown ``--resume`` id.
+- ``no-resume``: like Claude Code given an unknown ``--resume`` id;
+- ``work``: a turn at work: it calls Read on ``/srv/project/private/notes.md``,
+  waits until a file ``go-1`` appears beside it, gets the file's content back
+  (a tool_result), calls Bash with a command line, waits for ``go-2``, then
+  answers.
+
+A prompt that is a slash command (``/compact``, ``/context``, ``/cost``,
+``/usage``) is answered as Claude Code answers one in print mode: ``/compact``
+with a ``compact_boundary`` system event, the others with their output in a
+user message wrapped in ``<local-command-stdout>``; then a ``result`` with an
+empty ``result`` text.
 
 ``HttpAgent`` is a real HTTP server on 127.0.0.1 with one route per behaviour.
 """
@@ -56,11 +66,53 @@ out = sys.stdout.buffer
 def emit(obj):
     out.write(json.dumps(obj).encode() + b"\n")
     out.flush()
+def gate(name):
+    import time
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(here, name)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+def done(text, cost):
+    emit({{"type": "result", "subtype": "success", "is_error": False, "duration_ms": 800,
+          "duration_api_ms": 700, "num_turns": 1, "result": text, "session_id": sid,
+          "total_cost_usd": cost, "usage": {{"input_tokens": 0, "output_tokens": 0}}}})
+    sys.exit(0)
 emit({{"type": "system", "subtype": "init", "session_id": sid, "cwd": os.getcwd(),
       "model": argv[argv.index("--model") + 1] if "--model" in argv else "claude-sonnet",
       "tools": ["Read", "Grep", "Glob", "Bash", "Edit", "Write"],
+      "slash_commands": ["compact", "context", "cost", "usage"],
       "permissionMode": argv[argv.index("--permission-mode") + 1]}})
 reply = read("claude-reply", "Hello from the stand-in claude.")
+command = prompt.strip()
+if command == "/compact":
+    emit({{"type": "system", "subtype": "compact_boundary", "session_id": sid,
+          "uuid": str(uuid.uuid4()), "compact_metadata": {{"trigger": "manual", "pre_tokens": 48213}}}})
+    done("", 0.031)
+if command in ("/context", "/cost", "/usage"):
+    printed = {{"/context": "Context Usage: 48k/200k tokens (24%)",
+               "/cost": "Total cost: $0.0431\nTotal duration (API): 12.1s",
+               "/usage": "Current session: 3% used"}}[command]
+    emit({{"type": "user", "session_id": sid, "message": {{"role": "user",
+          "content": "<local-command-stdout>" + printed + "</local-command-stdout>"}}}})
+    done("", 0)
+if mode == "work":
+    emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_w1", "type": "message",
+          "role": "assistant", "model": "claude-sonnet", "content": [
+          {{"type": "text", "text": "Let me look at the notes first."}},
+          {{"type": "tool_use", "id": "toolu_w1", "name": "Read",
+           "input": {{"file_path": "/srv/project/private/notes.md", "limit": 40}}}}]}}}})
+    gate("go-1")
+    emit({{"type": "user", "session_id": sid, "message": {{"role": "user", "content": [
+          {{"tool_use_id": "toolu_w1", "type": "tool_result",
+           "content": "TOP SECRET plans: the launch code is 0000"}}]}}}})
+    emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_w2", "type": "message",
+          "role": "assistant", "model": "claude-sonnet", "content": [
+          {{"type": "tool_use", "id": "toolu_w2", "name": "Bash",
+           "input": {{"command": "grep -r launch-code /srv/project", "description": "search"}}}}]}}}})
+    gate("go-2")
+    emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_w3", "type": "message",
+          "role": "assistant", "model": "claude-sonnet",
+          "content": [{{"type": "text", "text": reply}}]}}}})
+    done(reply, 0.0123)
 emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_1", "type": "message",
       "role": "assistant", "model": "claude-sonnet",
       "content": [{{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {{"file_path": "notes.md"}}}}]

@@ -141,3 +141,48 @@ def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site
     keep = os.environ.get("KEEP_SCREENSHOTS")
     if keep:  # a person's look at the pages: KEEP_SCREENSHOTS=DIR
         shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+def test_the_mood_page_shows_what_a_claude_code_turn_is_doing(browser, cli, tmp_path):
+    """A Claude Code turn's progress beside "… is at work", live, and gone when it ends."""
+    from playwright.sync_api import expect
+
+    from test_wakers_fakes import write_claude
+
+    bindir = tmp_path / "bin"
+    write_claude(bindir, "work", reply="All read.")
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("set", "discretion", "reserved", "--mood", "lobby")  # opening the Mood wakes nobody
+    cli("agent", "add", "claude", "--claude-code", "--claude-bin", str(bindir / "claude"),
+        "--session-dir", str(tmp_path / "sessions"))
+    token = cli("person", "token", "ada").out.strip()
+    served = webserver.serve_process(cli.db_url, tmp_path, "--with-poller")
+    try:
+        import httpx
+
+        wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
+                 what="the poller's first cycle")
+        watched = Watched(browser.new_context(), tmp_path)
+        page = watched.page
+        page.goto(f"{served.url}/signin#token={token}")
+        page.click("button:text('Sign in')")
+        page.wait_for_url(f"{served.url}/")
+        page.goto(f"{served.url}/m/lobby")
+        page.wait_for_selector("#mood[data-live='1']")
+        page.fill("#text", "@claude please read the notes")
+        page.click("button:text('Post')")
+        expect(page.locator("#working")).to_have_text(
+            "claude is at work\u2026 (claude: using Read on notes.md)", timeout=120_000)
+        (bindir / "go-1").touch()
+        expect(page.locator("#working")).to_have_text(
+            "claude is at work\u2026 (claude: using Bash)", timeout=120_000)
+        (bindir / "go-2").touch()
+        expect(page.locator("#working")).to_have_text("", timeout=120_000)
+        assert page.locator(".post.agent .text").last.inner_text() == "All read."
+        assert "using" not in page.inner_text("#posts")  # nothing of it was posted
+        assert watched.errors == []
+    finally:
+        for name in ("go-1", "go-2"):
+            (bindir / name).touch()
+        assert served.stop() == 0, served.log.read_text()

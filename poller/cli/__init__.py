@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mood": ("moods", "Create, list and archive Moods."),
     "person": ("people", "Add people and set how far they are trusted."),
     "agent": ("people", "Add agents and say how each is woken."),
+    "activities": ("activities", "Agents' absences, newest first: who went out for what, from "
+                                 "which Mood, from when to when, and whether a ping cut it short."),
     "post": ("posts", "Post TEXT to the Mood SLUG (TEXT '-' reads stdin)."),
     "posts": ("posts", "Show the Mood SLUG's latest posts, newest last."),
     "signin": ("posts", "Record that HANDLE signed in to a Mood."),
@@ -61,6 +63,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "Play a short scripted conversation through the poller and print each wake "
                      "and reply."),
     "config": ("ops", "Check and show the configuration."),
+    "alarm": ("schedules", "Wake an agent in a Mood at a time, in an IANA zone."),
+    "checkin": ("schedules", "Check-in agreements (not an emergency service)."),
     "serve": ("serve", "Serve the JSON API, the event stream and the web pages on HOST:PORT."),
     "bridge": ("bridges", "Run a bridge: Matrix rooms as Moods, or signed webhooks."),
     "outbox": ("bridges", "What the bridges are to deliver, have delivered, or gave up on."),

@@ -229,6 +229,9 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
         common.echo(f"holding {h['owed']} mention(s) since {h['since']}: {h['reason']}")
     if answer["in_flight"]:
         common.echo(f"at work here now: wake {answer['in_flight']}")
+    if answer["away"]:
+        common.echo(f"away from the screen: {answer['away']['line']} (left from "
+                    f"{answer['away']['mood']})")
     for kind, d in answer["decisions"].items():
         tail = f", next due {d['next_due']}" if d["next_due"] else ""
         seen = f" (x{d['count']}, last {d['last_at']})" if d["count"] > 1 else ""
@@ -297,16 +300,21 @@ def status(app: App, as_json: bool) -> None:
     for a in st["agents"]:
         where = ", ".join(a["at_work"]) or "-"
         held = ", ".join(f"{h['mood']} ({h['reason']})" for h in a["held"]) or "-"
-        common.echo(f"{a['handle']}: {a['state']}; at work in {where}; holding in {held}; "
+        out = f" ({a['away']['line']})" if a["away"] else ""
+        common.echo(f"{a['handle']}: {a['state']}{out}; at work in {where}; holding in {held}; "
                     f"{a['owed']} mention(s) owed")
     common.echo(f"turns in flight: {len(st['in_flight'])}")
     for w in st["in_flight"]:
-        common.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} since {w['since']}")
+        doing = f": {w['progress']}" if w["progress"] else ""
+        common.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} "
+                    f"since {w['since']}{doing}")
     for q in st["quarantined"]:
         where = f" in {q['mood']}" if q["mood"] else ""
         common.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last {q['last_at']}): "
                    f"{q['error']}")
     common.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
+    for d in st["scheduled"]:
+        common.echo(f"scheduled: {d['what']} {d['agent']}@{d['mood']} {d['local']}")
     for p in st["pollers"]:
         common.echo(f"poller {p['holder']} serves {p['serves']} (last cycle {p['at']})")
     for slug, holders in st["served_by"].items():

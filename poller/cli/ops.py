@@ -146,7 +146,7 @@ class Reached:
 
 
 def connect_checks(cfg: config_mod.Config) -> list[Reached]:
-    return [reach_database(cfg), reach_wiki(cfg), reach_summarizer(cfg)]
+    return [reach_database(cfg), reach_wiki(cfg), reach_summarizer(cfg), reach_mail(cfg)]
 
 
 def reach_database(cfg: config_mod.Config) -> Reached:
@@ -221,6 +221,26 @@ def reach_summarizer(cfg: config_mod.Config) -> Reached:
     if code >= 500:
         return Reached("summarizer", "failed", f"{shown} answered HTTP {code}")
     return Reached("summarizer", "ok", f"{shown} answered HTTP {code}")
+
+
+def reach_mail(cfg: config_mod.Config) -> Reached:
+    """Connect to the mail server (TLS verified) and log in, then leave: nothing is sent.
+    It checks that the server answers and takes the login, not that mail is delivered."""
+    if not cfg.mail.host:
+        return Reached("mail", "skipped", "no mail server configured (mail.host is empty)")
+    import smtplib
+
+    from poller import mail
+
+    where = f"{cfg.mail.host}:{cfg.mail.port}"
+    try:
+        with mail.connect(cfg.mail):
+            pass
+    except (OSError, smtplib.SMTPException) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return Reached("mail", "failed", f"{where}: {mask_text(reason)}")
+    return Reached("mail", "ok", f"{where} answered" + (" and took the login" if cfg.mail.user
+                                                        else "; nothing was sent"))
 
 
 COMMANDS = [config_group]

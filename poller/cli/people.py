@@ -177,6 +177,12 @@ def agent() -> None:
 HEADER_HELP = ("--url: a request header (repeatable). Values are kept secret and never shown; "
                "write ${VAR} (anywhere in the value, e.g. 'Authorization:Bearer ${TOKEN}') "
                "to read VAR from the poller's environment at send time.")
+ACTIVITIES_HELP = ("Its activities catalog (TOML; the kit's activities.example.toml shows "
+                   "every key): what it may step away from the screen to do. A missing file "
+                   "or an empty catalog leaves the feature off; an invalid one is refused. "
+                   "'' (agent set) forgets it.")
+
+
 LITERAL_SECRET_HELP = ("Store a header value that looks like a credential as it is, in the "
                        "database, instead of refusing it (prefer ${VAR}).")
 
@@ -205,6 +211,7 @@ LITERAL_SECRET_HELP = ("Store a header value that looks like a credential as it 
               help="--command, --claude-code: run the agent as this Unix user, so it can read "
                    "neither the poller's files nor its processes (the poller needs root or "
                    "CAP_SETUID and CAP_SETGID).")
+@click.option("--activities", metavar="FILE.toml", help=ACTIVITIES_HELP)
 @click.option("--json", "as_json", is_flag=True,
               help="Print the new agent as JSON (header names only, never their values).")
 @common.now_option
@@ -213,7 +220,7 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
               session_dir: str | None, model: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
               allow_literal_secret: bool, timeout: float | None, workdir: str | None,
-              run_as: str | None, as_json: bool) -> None:
+              run_as: str | None, activities: str | None, as_json: bool) -> None:
     """Add the agent HANDLE and how it is woken: --command, --claude-code or --url."""
     waker, options = waker_options(command=command, claude_code=claude_code,
                                    session_dir=session_dir, model=model,
@@ -222,13 +229,33 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
                                    allow_literal_secret=allow_literal_secret)
     if run_as is not None:
         options = {**options, "run_as": run_as}
+    if activities:
+        options = {**options, "activities": activities_file(activities)}
     a = app.store.add_agent(handle, app.now(), waker=waker, command=command, url=url,
                             timeout=timeout, workdir=workdir, options=options)
     if as_json:
-        common.echo_json(_masked(a.to_json()))
+        common.echo_json(_masked(a.to_json()) | {"away": None})
         return
     click.echo(f"added agent {a.handle} ({a.waker})"
                + (f", run as {a.options['run_as']}" if a.options.get("run_as") else ""))
+
+
+def activities_file(path: str) -> str:
+    """The catalog file *path*, made absolute (the poller runs elsewhere) and checked:
+    an invalid catalog is refused naming its key and line; a missing one is noted."""
+    import os
+
+    from poller import catalog
+
+    full = os.path.abspath(os.path.expanduser(path))
+    try:
+        found = catalog.load(full)
+    except catalog.CatalogError as exc:
+        raise errors.UserError(f"--activities: {exc}") from None
+    if found is None:
+        why = "does not exist yet" if not os.path.exists(full) else "has no [[catalog]] entry"
+        click.echo(f"note: {full} {why}: activities stay off until it has one", err=True)
+    return full
 
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
@@ -376,13 +403,14 @@ class TimeoutOrDefault(click.ParamType):
 @click.option("--workdir", metavar="DIR", help="Working directory of the turn ('' clears it).")
 @click.option("--run-as", "run_as", metavar="USER",
               help="--command, --claude-code: run the agent as this Unix user ('' clears it).")
+@click.option("--activities", metavar="FILE.toml", help=ACTIVITIES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def agent_set(app: App, handle: str, command: str | None, claude_code: bool | None,
               session_dir: str | None, model: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
               allow_literal_secret: bool, timeout, workdir: str | None,
-              run_as: str | None, as_json: bool) -> None:
+              run_as: str | None, activities: str | None, as_json: bool) -> None:
     """Change how the agent HANDLE is woken and its limits; only the options given change.
 
     A new waker (--command, --claude-code or --url) drops the old one's
@@ -399,6 +427,8 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
     parsed = parse_headers(headers, allow_literal_secret, removable=True)
     if run_as is not None:
         options["run_as"] = run_as or None
+    if activities is not None:
+        options["activities"] = activities_file(activities) if activities else None
     changes: dict = {}
     if waker is not None:
         changes["waker"] = waker
@@ -412,7 +442,8 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
         changes["workdir"] = workdir or None
     if not (changes or options or parsed):
         raise errors.UserError("nothing to change: give --command, --claude-code, --url, "
-                               "--header, --timeout, --workdir, --run-as or a Claude Code option")
+                               "--header, --timeout, --workdir, --run-as, --activities or a "
+                               "Claude Code option")
     change = app.store.set_agent(handle, options=options, headers=parsed, **changes)
     changed = change.changed()
     if as_json:
@@ -491,16 +522,22 @@ def agent_remove(app: App, handle: str, force: bool, as_json: bool) -> None:
 @agent.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Include agents that were removed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@common.now_option
 @pass_app
 def agent_list(app: App, show_all: bool, as_json: bool) -> None:
     """List agents and their wakers (header names only, never their values)."""
+    from poller import observe
+
     agents = app.store.agents(include_retired=show_all)
+    out = observe.away(app.store, app.now())
     if as_json:
-        common.echo_json([_masked(a.to_json()) for a in agents])
+        common.echo_json([_masked(a.to_json()) | {"away": out.get(a.id)} for a in agents])
         return
     rows = [[a.handle, a.waker, _target(a), f"{a.timeout:g}s" if a.timeout else "default"]
-            + ([_removed(a)] if show_all else []) for a in agents]
-    common.table(rows, ["HANDLE", "WAKER", "TARGET", "TIMEOUT"] + (["REMOVED"] if show_all else []))
+            + ([_removed(a)] if show_all else [])
+            + ([out[a.id]["line"] if a.id in out else "-"] if out else []) for a in agents]
+    common.table(rows, ["HANDLE", "WAKER", "TARGET", "TIMEOUT"] + (["REMOVED"] if show_all else [])
+                 + (["AWAY"] if out else []))
 
 
 def _masked(row: dict) -> dict:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import click
 
 from poller.cli import App, common, pass_app
-from poller.kinds import WakeKind, names
+from poller.kinds import LISTENED, WakeKind
 
-KINDS = [k for k in names(WakeKind) if k != WakeKind.CUT_OFF]  # a cut-off wake is a follow-up
+# Not a cut-off's follow-up, a person's slash command (not composed) or a return (it
+# carries an absence's pings): none stands alone; nor a scheduled wake (it comes from
+# its alarm or agreement): `preview --frames` shows those.
+KINDS = [k.value for k in LISTENED
+         if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND, WakeKind.RETURN)]
 
 
 @click.command()

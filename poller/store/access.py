@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from poller import errors
 from poller.kinds import IN_FLIGHT, ParticipantKind
 from poller.models import (DialCache, Listener, Mood, Owed, Participant, PersonToken, PollerBeat,
-                           Post, Wake, WebSession)
+                           Post, Turn, Wake, WebSession)
 from poller.store.core import Store, insert_post
 
 TOKEN_PREFIX = "mpt_"  # a person's token starts with this, so a leaked one is recognisable
@@ -230,7 +230,7 @@ class Heads:
 
     post_id: int
     wake_id: int
-    in_flight: tuple[tuple[int, str], ...]  # (wake id, status)
+    in_flight: tuple[tuple[int, str, Optional[str]], ...]  # (wake id, status, progress)
     holds: tuple[tuple[int, int, str], ...]  # (agent id, Mood id, reason)
 
 
@@ -239,7 +239,8 @@ def heads(store: Store) -> Heads:
         post_id = s.scalar(sa.select(sa.func.max(Post.id))) or 0
         wake_id = s.scalar(sa.select(sa.func.max(Wake.id))) or 0
         flight = tuple(tuple(r) for r in s.execute(
-            sa.select(Wake.id, Wake.status).where(Wake.status.in_(IN_FLIGHT)).order_by(Wake.id)))
+            sa.select(Wake.id, Wake.status, Wake.progress).where(Wake.status.in_(IN_FLIGHT))
+            .order_by(Wake.id)))
         holds = tuple(tuple(r) for r in s.execute(
             sa.select(Listener.agent_id, Listener.mood_id, Listener.hold_reason)
             .where(Listener.hold_reason.is_not(None))
@@ -251,7 +252,7 @@ def moods_touched(store: Store, old: Heads, new: Heads) -> set[int]:
     """The Moods where something moved between two looks at the heads: new posts, turns
     started or ended, holds set or lifted."""
     holds = {mood for _, mood, _ in set(old.holds) ^ set(new.holds)}
-    turns = {wake for wake, _ in set(old.in_flight) ^ set(new.in_flight)}
+    turns = {wake for wake, *_ in set(old.in_flight) ^ set(new.in_flight)}
     with store.reading() as s:
         posts = set(s.scalars(sa.select(Post.mood_id).distinct().where(
             Post.id > old.post_id, Post.id <= new.post_id)))
@@ -268,6 +269,7 @@ class TurnRecord:
     status: str
     since: dt.datetime
     finished_at: Optional[dt.datetime]
+    progress: Optional[str] = None  # what it is doing while it runs (names only)
 
 
 @dataclass(frozen=True)
@@ -302,7 +304,7 @@ def mood_changes(store: Store, slug: str, after_post: int, after_wake: int,
         if watched:
             which = sa.or_(which, Wake.id.in_(watched))
         turns = [TurnRecord(w.id, h, w.kind, w.status, w.started_at or w.created_at,
-                            w.finished_at) for w, h in s.execute(
+                            w.finished_at, w.progress) for w, h in s.execute(
             sa.select(Wake, Participant.handle).join(Participant, Participant.id == Wake.agent_id)
             .where(Wake.mood_id == mood.id, which).order_by(Wake.id).limit(limit))]
         owed = dict(s.execute(sa.select(Owed.agent_id, sa.func.count()).where(
@@ -319,16 +321,19 @@ def mood_changes(store: Store, slug: str, after_post: int, after_wake: int,
 class AgentDay:
     turns: int
     tokens: int
+    usd: float = 0.0  # what those turns cost (as reported, or priced by tokens)
 
 
 def agents_since(store: Store, since: dt.datetime) -> dict[str, AgentDay]:
-    """Turns started and prompt tokens sent per agent handle since *since*."""
+    """Turns started, prompt tokens sent and dollars spent per agent handle since *since*."""
     with store.reading() as s:
         rows = s.execute(sa.select(Participant.handle, sa.func.count(Wake.id),
-                                   sa.func.coalesce(sa.func.sum(Wake.prompt_tokens), 0))
+                                   sa.func.coalesce(sa.func.sum(Wake.prompt_tokens), 0),
+                                   sa.func.coalesce(sa.func.sum(Turn.cost_usd), 0.0))
                          .join(Participant, Participant.id == Wake.agent_id)
+                         .outerjoin(Turn, Turn.wake_id == Wake.id)
                          .where(Wake.created_at >= since).group_by(Participant.handle)).all()
-    return {h: AgentDay(int(n), int(t)) for h, n, t in rows}
+    return {h: AgentDay(int(n), int(t), round(float(usd), 6)) for h, n, t, usd in rows}
 
 
 # -- Health and metrics -------------------------------------------------------------------

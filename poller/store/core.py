@@ -21,10 +21,10 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from poller import errors, nudge, settings, text, tokens, values
-from poller.models import (Agent, Listener, Mention, Mood, Owed, Participant, Post, Setting,
-                           SignIn, Wake)
+from poller.models import (Activity, Agent, Listener, Mention, Mood, Owed, Participant, Post,
+                           Setting, SignIn, Wake)
 
-from poller.kinds import IN_FLIGHT, PostKind, Trust, Waker, names
+from poller.kinds import IN_FLIGHT, AbsenceStatus, PostKind, Trust, Waker, names
 from poller.store import outbox
 
 TRUST_LEVELS = names(Trust)
@@ -37,6 +37,7 @@ WAKER_OPTIONS = {
     Waker.URL: ("headers",),
 }
 CLAUDE_OPTIONS = WAKER_OPTIONS[Waker.CLAUDE_CODE][1:]
+AGENT_OPTIONS = ("activities",)  # options of the agent itself, kept whatever its waker
 
 KEEP = object()  # set_agent: leave this field as it is
 
@@ -159,7 +160,7 @@ class Store:
             opts = dict(a.options or {})
             new_command, new_url = a.command, a.url
             if new_waker != a.waker:
-                keep = WAKER_OPTIONS.get(new_waker, ())
+                keep = WAKER_OPTIONS.get(new_waker, ()) + AGENT_OPTIONS
                 opts = {k: v for k, v in opts.items() if k in keep}
                 new_command = a.command if new_waker == Waker.COMMAND else None
                 new_url = a.url if new_waker == Waker.URL else None
@@ -215,6 +216,10 @@ class Store:
             s.execute(sa.delete(Owed).where(Owed.agent_id == p.id))
             s.execute(sa.update(Listener).where(Listener.agent_id == p.id)
                       .values(due_at=None, hold_reason=None, hold_since=None))
+            # An absence in progress ends with it (it will not come back to tell of it).
+            s.execute(sa.update(Activity).where(Activity.agent_id == p.id,
+                                                Activity.returned_at.is_(None))
+                      .values(returned_at=now, status=AbsenceStatus.COMPLETED))
             return values.Retired(values.ParticipantInfo.from_row(p),
                                   tuple(w.id for w in flight))
 

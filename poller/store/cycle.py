@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from poller import settings
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
-from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood, Owed,
-                           Participant, Post, Setting, SignIn, Wake, WakePost)
+from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood,
+                           Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakePost)
 from poller import procs
 from poller.store import outbox
 from poller.procs import pid_alive
@@ -70,13 +70,13 @@ def take_lease(s: Session, name: str, holder: str, now: dt.datetime,
     if row is None:
         s.add(Lease(name=name, holder=holder, expires_at=now + length))
         return None
-    if row.holder == holder or row.expires_at <= now or _holder_dead(row.holder):
+    if row.holder == holder or row.expires_at <= now or holder_dead(row.holder):
         row.holder, row.expires_at = holder, now + length
         return None
     return Lease(name=row.name, holder=row.holder, expires_at=row.expires_at)
 
 
-def _holder_dead(holder: str) -> bool:
+def holder_dead(holder: str) -> bool:
     """A holder on this host whose process is gone (a crash) need not be waited out."""
     host, _, rest = holder.partition(":")
     pid = rest.partition(":")[0]
@@ -278,7 +278,8 @@ def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[in
     found = {(l.agent_id, l.mood_id): l for l in s.scalars(q) if (l.agent_id, l.mood_id) in pairs}
     for agent_id, mood_id in pairs - set(found):
         row = Listener(agent_id=agent_id, mood_id=mood_id, last_person_id=0, looked_id=0,
-                       consider_from_id=0, quiet_backoff=0, arrival_signin_id=0, followup_of=0)
+                       consider_from_id=0, quiet_backoff=0, arrival_signin_id=0, followup_of=0,
+                       return_of=0)
         s.add(row)
         found[(agent_id, mood_id)] = row
     return found
@@ -288,14 +289,17 @@ def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]
     """The earliest time this listener needs looking at again."""
     times = [t for t in (l.consider_due_at if l.consider_from_id else None,
                          l.quiet_due_at) if t is not None]
-    if owed or l.arrival_signin_id:
+    if owed or l.arrival_signin_id or l.command_post_id:  # a command waits for nothing either
         times.append(now)
     soonest = min(times) if times else None
     # Unprompted looks wait out a cooldown; a mention never does.
     if soonest and not owed and l.cooldown_until is not None and soonest < l.cooldown_until:
         soonest = l.cooldown_until
-    if l.followup_of and l.followup_due_at is not None:  # nor does a cut-off's follow-up
-        soonest = l.followup_due_at if soonest is None else min(soonest, l.followup_due_at)
+    for due in (l.followup_due_at if l.followup_of else None,  # nor does a cut-off's follow-up,
+                now if l.return_of else None,  # a return's missed pings,
+                l.nudge_due_at):  # or an idle nudge
+        if due is not None:
+            soonest = due if soonest is None else min(soonest, due)
     return soonest
 
 
@@ -540,6 +544,24 @@ def greeted_since(s: Session, agent_id: int, mood_id: int, who_id: int,
     return s.scalar(q) is not None
 
 
+def spent_since(s: Session, agent_id: int, mood_id: int, since: dt.datetime) -> tuple[float, float]:
+    """US dollars the agent's turns that ended at or after *since* cost: in this Mood, and
+    in every Mood together (the costs Claude Code reports, or token counts x the configured
+    prices for other agents; a turn with no cost counts nothing)."""
+    q = (sa.select(Wake.mood_id, sa.func.sum(Turn.cost_usd))
+         .join(Turn, Turn.wake_id == Wake.id)
+         .where(Wake.agent_id == agent_id, Wake.finished_at >= since,
+                Turn.cost_usd.is_not(None))
+         .group_by(Wake.mood_id))
+    by_mood = {m: float(cost or 0) for m, cost in s.execute(q)}
+    return by_mood.get(mood_id, 0.0), sum(by_mood.values())
+
+
+def post_texts(s: Session, post_ids: list[int]) -> dict[int, str]:
+    """The text of each of *post_ids*."""
+    return dict(s.execute(sa.select(Post.id, Post.text).where(Post.id.in_(post_ids))).all())
+
+
 def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int, limit: int) -> int:
     """Agents' posts in (lo, hi], counted up to *limit* (the newest first)."""
     inner = (sa.select(Post.id).join(Participant, Participant.id == Post.sender_id)
@@ -569,12 +591,13 @@ def senders(s: Session, post_ids: list[int]) -> list[Sender]:
 
 
 def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt.datetime,
-                    tokens: int) -> None:
+                    tokens: int) -> Post:
     post = Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
                 kind=PostKind.SYSTEM, reply_to=None, tokens=tokens)
     s.add(post)
     s.flush()
     outbox.enqueue_post(s, post)  # a bridged Mood shows the note too (m.notice, a webhook)
+    return post
 
 
 # -- Recovery --------------------------------------------------------------------------------
@@ -679,7 +702,8 @@ def listener_print(l) -> tuple:
     """The listener's part of a fingerprint: its timers, cursors and hold."""
     return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
             l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
-            l.followup_of, l.followup_due_at, l.stopped_at)
+            l.followup_of, l.followup_due_at, l.stopped_at, l.command_post_id, l.return_of,
+            l.nudge_due_at)
 
 
 def newest_person_post(s: Session, mood_id: int) -> int:

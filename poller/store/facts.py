@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from poller.kinds import FINISHED, IN_FLIGHT, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, Decision, Listener, Mood, Owed, Participant, Post,
                            UTCDateTime, Wake)
+from poller.store import away as absences
 from poller.values import MoodInfo
 
 HOUR = dt.timedelta(hours=1)
@@ -88,7 +89,8 @@ def _picker(which: list[int]):
 
 _UNTOUCHED = _picker(list(range(len(MUTABLE))))
 NEW = dict(last_person_id=0, looked_id=0, consider_from_id=0, quiet_backoff=0,
-           arrival_signin_id=0, followup_of=0)  # a new listener's columns that are not NULL
+           arrival_signin_id=0, followup_of=0, command_post_id=0,
+           return_of=0)  # a new listener's columns that are not NULL
 
 
 def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
@@ -228,6 +230,7 @@ class Batch:
     spoke: dict[Pair, dt.datetime] = field(default_factory=dict)  # in crowded Moods only
     # Calm, per Mood with a consider due: silent unprompted turns in a row, the newest's end
     calm: dict[int, tuple[int, Optional[dt.datetime]]] = field(default_factory=dict)
+    away: dict[int, absences.Absence] = field(default_factory=dict)  # agents out, by id
 
     def floor_holder(self, agent_id: int, mood_id: int) -> Optional[str]:
         """The handle of another agent holding the floor in the Mood, or None."""
@@ -272,6 +275,7 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime, screening: bool = Fal
         _floor(conn, batch)
         _spoke(conn, batch)
         _calm(conn, batch, now, screening)
+        batch.away = absences.active(s, agents)
     return batch
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from poller import compose, settings
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
-from poller.store import cycle
+from poller.store import away as absences, cycle
 from poller.models import (AgentSession, Handoff, Mention, Mood, Participant, Post, Refusal,
                            Setting, SignIn, Turn, Wake)
 
@@ -59,7 +59,8 @@ def posts_by_id(s: Session, ids: Sequence[int]) -> list[compose.WakePost]:
 
 
 def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: int = 0,
-            keep_from: int = 0) -> tuple[list[compose.WakePost], int]:
+            keep_from: int = 0, fresh: Optional[absences.Window] = None
+            ) -> tuple[list[compose.WakePost], int]:
     """Posts after *after_id*, oldest first, and how many older ones were left out.
 
     The newest HISTORY_POSTS; when their stored token counts fall short of
@@ -67,8 +68,16 @@ def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: 
     post) and older ones exist, older posts too, HISTORY_POSTS at a time up to
     HISTORY_POSTS_MAX, so a large catch-up budget is filled instead of being
     cut short by a post count.
+
+    With *fresh* (the agent's fresh eyes after a long absence) nothing from
+    before it left is read, and the backlog it missed is neither read nor counted.
     """
-    q = _posts_query().where(Post.mood_id == mood_id, Post.id > after_id).order_by(Post.id.desc())
+    missed = sa.true()
+    if fresh is not None:
+        after_id = max(after_id, fresh.from_id)
+        missed = absences.not_missed(fresh)
+    q = (_posts_query().where(Post.mood_id == mood_id, Post.id > after_id, missed)
+         .order_by(Post.id.desc()))
     limit = HISTORY_POSTS + len(exclude)
     rows = s.execute(q.limit(limit)).all()
     full = len(rows) == limit
@@ -83,7 +92,7 @@ def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: 
     earlier = 0
     if full:
         cq = sa.select(sa.func.count()).where(Post.mood_id == mood_id, Post.id > after_id,
-                                              Post.id < rows[-1].id)
+                                              Post.id < rows[-1].id, missed)
         earlier = s.scalar(cq) or 0
     return posts[-max(HISTORY_POSTS, len(rows) - len(exclude)):], earlier
 
@@ -204,6 +213,16 @@ def extras(s: Session, agent_id: int, mood_id: int, woke: Sequence[compose.WakeP
         out.refusals.append(line)
     out.linked = linked(s, mood_id, woke, shown)
     return out
+
+
+def command_extras(s: Session, agent_id: int, mood_id: int) -> Extras:
+    """A command's turn shows the agent nothing: what its last wake here had seen of the
+    settings stays what the next wake lists changes from."""
+    q = (sa.select(Turn.settings_seen_id).join(Wake, Wake.id == Turn.wake_id)
+         .where(Wake.agent_id == agent_id, Wake.mood_id == mood_id)
+         .order_by(Wake.id.desc()).limit(1))
+    seen = s.scalar(q)
+    return Extras(settings_seen_id=cycle.max_id(s, Setting.id) if seen is None else seen)
 
 
 def still_untaken(s: Session, ex: Extras) -> bool:
@@ -334,9 +353,26 @@ def linked(s: Session, mood_id: int, woke: Sequence[compose.WakePost],
     return out
 
 
-def _around(s: Session, target: Post) -> list[compose.WakePost]:
+def around(s: Session, post_id: int, n: int) -> list[compose.WakePost]:
+    """The post *post_id* with up to *n* posts on each side of it, in its Mood."""
+    target = s.get(Post, post_id)
+    return _around(s, target, n) if target is not None else []
+
+
+def _around(s: Session, target: Post, n: int = LINK_AROUND) -> list[compose.WakePost]:
     base = _posts_query().where(Post.mood_id == target.mood_id, Post.kind == PostKind.POST)
-    before = s.execute(base.where(Post.id < target.id).order_by(Post.id.desc()).limit(LINK_AROUND)).all()
-    after = s.execute(base.where(Post.id > target.id).order_by(Post.id).limit(LINK_AROUND)).all()
+    before = s.execute(base.where(Post.id < target.id).order_by(Post.id.desc()).limit(n)).all()
+    after = s.execute(base.where(Post.id > target.id).order_by(Post.id).limit(n)).all()
     me = s.execute(_posts_query().where(Post.id == target.id)).all()
     return _wake_posts([*reversed(before), *me, *after])
+
+
+def checkin_people(s: Session, agent_id: int, mood_id: int) -> list[str]:
+    """Handles of the people whose active check-in agreement this agent watches here."""
+    from poller.models import CheckinAgreement
+
+    q = (sa.select(Participant.handle).join(CheckinAgreement,
+                                             CheckinAgreement.person_id == Participant.id)
+         .where(CheckinAgreement.agent_id == agent_id, CheckinAgreement.mood_id == mood_id,
+                CheckinAgreement.status == "active").order_by(Participant.handle_key))
+    return list(s.scalars(q))

@@ -37,6 +37,12 @@ class WakeRecord:
     text: str
     host: str
     runner_pid: Optional[int]
+    progress: Optional[str] = None  # what a running turn is doing (names only)
+
+
+def names(s: Session) -> tuple[dict, dict]:
+    """Every participant's handle and every Mood's slug, by id."""
+    return _names(s)
 
 
 def _names(s: Session) -> tuple[dict, dict]:
@@ -49,7 +55,7 @@ def _record(s: Session, w: Wake, handles: dict, slugs: dict) -> WakeRecord:
     return WakeRecord(w.id, handles[w.agent_id], slugs[w.mood_id], w.kind, w.tools, w.status,
                       w.created_at, w.started_at, w.finished_at, tuple(cycle.answers(s, w.id)),
                       w.dial_source, w.prompt_tokens, w.reply_post_id, w.error, w.text, w.host,
-                      w.runner_pid)
+                      w.runner_pid, w.progress)
 
 
 def wakes(s: Session, mood_id: Optional[int], agent_id: Optional[int], kind: Optional[str],
@@ -301,11 +307,11 @@ def floor_contenders(s: Session, mood_id: int) -> list[FloorContender]:
         sa.select(Wake.agent_id, sa.func.count())
         .where(Wake.agent_id.in_(ids), Wake.status.in_(IN_FLIGHT))
         .group_by(Wake.agent_id)).all())
-    return [FloorContender(r.id, r.handle, _aware(spoke.get(r.id)), load.get(r.id, 0))
+    return [FloorContender(r.id, r.handle, aware(spoke.get(r.id)), load.get(r.id, 0))
             for r in rows]
 
 
-def _aware(at) -> Optional[dt.datetime]:
+def aware(at) -> Optional[dt.datetime]:
     """An aggregate's time as the driver returns it (SQLite: naive text), made aware UTC."""
     if at is None:
         return None

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import random
 from dataclasses import dataclass
 from typing import Optional
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import blocks, errors, law, settings, settle
+from poller import blocks, catalog as catalogs, errors, law, settings, settle, slash
 from poller.kinds import OutboxEvent, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
                            Refusal, Setting, Turn, Wake, WakePost)
+from poller.text import MAX_POST_CHARS
 from poller import procs
-from poller.store import cycle, outbox
+from poller.store import away as absences, cycle, outbox
 from poller.store.core import Store, insert_post, resolve_in
 from poller.values import AgentInfo
 
@@ -72,6 +74,15 @@ def beat(store: Store, wake_id: int, now: dt.datetime) -> bool:
                          .values(heartbeat_at=now)).rowcount > 0
 
 
+def record_progress(store: Store, wake_id: int, progress: str) -> bool:
+    """What the running turn is doing now; False once it is no longer running (a progress
+    report that arrives after the turn ended never lands on the finished wake)."""
+    with store.writing() as s:
+        return s.execute(sa.update(Wake).where(Wake.id == wake_id,
+                                               Wake.status == WakeStatus.RUNNING)
+                         .values(progress=progress[:200] or None)).rowcount > 0
+
+
 def record_pgid(store: Store, wake_id: int, pgid: int) -> None:
     with store.writing() as s:
         s.execute(sa.update(Wake).where(Wake.id == wake_id).values(agent_pgid=pgid))
@@ -94,7 +105,7 @@ def close(s: Session, counter, w: Wake, status: str, why: str, now: dt.datetime,
     anything.
     """
     lock_listener(s, w)
-    w.status, w.finished_at, w.error = status, now, why
+    w.status, w.finished_at, w.error, w.progress = status, now, why, None
     said = why if public is None else public
     body = f"@{handle_of(s, w.agent_id)}'s turn ended without a reply: {said}."
     cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
@@ -169,29 +180,38 @@ def in_flight(s: Session) -> list[Wake]:
     return list(s.scalars(sa.select(Wake).where(Wake.status.in_(IN_FLIGHT))))
 
 
-def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str:
+@dataclass(frozen=True)
+class Prices:
+    """US dollars per million tokens, for agents that report no cost of their own."""
+
+    usd_per_mtok_in: float
+    usd_per_mtok_out: float
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.usd_per_mtok_in + tokens_out * self.usd_per_mtok_out) / 1e6
+
+
+def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
+                   prices: Optional[Prices] = None) -> str:
     """Record how the turn ended; returns the wake's final status.
 
     *outcome* is a :class:`poller.wakers.Outcome`: a status, the reply, an
     error (kept on the wake) and its public reason (posted in the Mood), the
     agent's session and the turn's cost.  An outcome with no public reason
-    is announced by its status alone.
+    is announced by its status alone.  A turn that reports no cost is priced
+    by its tokens at *prices*, when given (the wake's tokens in, the reply's out).
     """
     with store.writing() as s:
         w = locked_wake(s, wake_id)
         if w.status != WakeStatus.RUNNING:
             return w.status  # already closed (an emergency stop got there first)
         lock_listener(s, w)
-        keep_session(s, w, outcome.session, outcome.cost, now)
+        w.progress = None  # the turn is over: nothing is at work any more
+        turn = keep_session(s, w, outcome.session, outcome.cost, now)
         if outcome.status != WakeStatus.REPLIED:
-            public = getattr(outcome, "public", "") or (
-                "it was cut off" if outcome.status == WakeStatus.CUT_OFF else "it failed")
-            close(s, store.counter, w, outcome.status, outcome.error, now, public=public)
-            if outcome.status == WakeStatus.CUT_OFF:
-                follow_up(s, store.counter, w, now)
-            elif getattr(outcome, "unseen", False):
-                owe_again(s, w, now)
-            return w.status
+            return ended_badly(s, store.counter, w, outcome, now)
+        if w.kind == WakeKind.COMMAND:
+            return command_done(s, store.counter, w, outcome, now)
         parsed = blocks.parse(outcome.reply, tools=w.tools)
         reply = settle.classify(parsed.text)
         try:
@@ -204,10 +224,54 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime) -> str
         w.status = WakeStatus.REPLIED if reply.kind == "post" else WakeStatus.SILENT
         w.finished_at, w.reply_post_id = now, post.id
         outbox.attach_wake(s, post.id, w.id)
+        if outcome.cost is None and prices is not None:
+            turn.cost_usd = prices.cost(w.prompt_tokens, post.tokens)
         w.error = "; ".join(n for n in (outcome.note, reply.note) if n)
+        if reply.kind == "post":
+            come_back_if_called(s, w, now)
         apply_blocks(s, store.counter, w, parsed, now)
         after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
         return w.status
+
+
+def ended_badly(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str:
+    """A turn that failed or was cut off: closed with a notice; a follow-up owed for a cut
+    off (not for a command's), the mentions again for a wake the agent never took in."""
+    public = getattr(outcome, "public", "") or (
+        "it was cut off" if outcome.status == WakeStatus.CUT_OFF else "it failed")
+    close(s, counter, w, outcome.status, outcome.error, now, public=public)
+    if outcome.status == WakeStatus.CUT_OFF and w.kind != WakeKind.COMMAND:
+        follow_up(s, counter, w, now)
+    elif getattr(outcome, "unseen", False):
+        owe_again(s, w, now)
+    return w.status
+
+
+def command_done(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str:
+    """A person's slash command ran: what it printed goes into the Mood as a system note
+    (the session's output, not the agent speaking), and nothing else of a turn follows
+    (no cooldown, no blocks read, no silence)."""
+    word = (w.text or "/").lstrip("/")
+    body = slash.output_note(word, handle_of(s, w.agent_id), outcome.reply, MAX_POST_CHARS)
+    note = cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
+    s.flush()
+    w.reply_post_id = note.id
+    w.status, w.finished_at, w.error = WakeStatus.REPLIED, now, outcome.note or outcome.error
+    l = s.get(Listener, (w.agent_id, w.mood_id))
+    if l is not None:
+        l.due_at = now  # what waited for the session is looked at again
+    return w.status
+
+
+def come_back_if_called(s: Session, w: Wake, now: dt.datetime) -> None:
+    """A real reply to a judgment (a trusted ping while the agent was out) cuts the
+    absence short: it comes back now.  A silent one keeps it out."""
+    judged = absences.judgment_of(s, w.id)
+    if judged is not None:
+        absences.call_back(s, *judged, now)
+        log.info("wake %s: a reply to a judgment, so the absence is cut short", w.id,
+                 extra={"action": "absence_cut_short", "wake_id": w.id,
+                        "activity_id": judged[0]})
 
 
 def owe_again(s: Session, w: Wake, now: dt.datetime) -> None:
@@ -225,16 +289,23 @@ def owe_again(s: Session, w: Wake, now: dt.datetime) -> None:
         l.cooldown_until, l.due_at = None, now  # not a turn it took: no cooldown
 
 
-def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.datetime) -> None:
-    """The turn's session and cost; the session is resumed by the agent's next turn here."""
+def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.datetime) -> Turn:
+    """The turn's session and cost; the session is resumed by the agent's next turn here.
+
+    A command's turn (``/compact``...) ran in the session kept here and showed it no
+    post: the session it reports replaces the kept one's id, nothing else of it."""
     turn = s.get(Turn, w.id)
     if turn is None:
         turn = Turn(wake_id=w.id, settings_seen_id=0)
         s.add(turn)
     turn.session_id, turn.cost_usd = session or None, cost
     if session is None:
-        return
+        return turn
     kept = s.get(AgentSession, (w.agent_id, w.mood_id))
+    if w.kind == WakeKind.COMMAND:
+        if kept is not None and session:
+            kept.session_id = session
+        return turn
     if session == "":  # the waker says the old session cannot be resumed
         if kept is not None:
             s.delete(kept)
@@ -243,6 +314,7 @@ def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.date
                            wake_id=w.id, updated_at=now))
     else:
         kept.session_id, kept.wake_id, kept.updated_at = session, w.id, now
+    return turn
 
 
 # -- blocks in the reply --------------------------------------------------------------
@@ -250,13 +322,20 @@ def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.date
 
 def apply_blocks(s: Session, counter, w: Wake, parsed: blocks.Parsed, now: dt.datetime) -> None:
     """Apply the reply's valid blocks; record and announce the refused ones."""
+    from poller import agreements
+
     refused = list(parsed.refused)
+    refused += agreements.after_reply(s, counter, w, parsed, w.status == WakeStatus.REPLIED, now)
     if parsed.settings is not None:
         apply_settings(s, w, parsed.settings, now)
     if parsed.handoff is not None:
         why = apply_handoff(s, counter, w, parsed.handoff, now)
         if why:
             refused.append(blocks.Refused("handoff", why))
+    if parsed.away is not None:
+        why = apply_away(s, w, parsed.away, now)
+        if why:
+            refused.append(blocks.Refused("away", why))
     handle = handle_of(s, w.agent_id)
     for r in refused:
         s.add(Refusal(wake_id=w.id, agent_id=w.agent_id, mood_id=w.mood_id, block=r.block,
@@ -277,6 +356,35 @@ def apply_settings(s: Session, w: Wake, block: blocks.Settings, now: dt.datetime
         s.add(Setting(mood_id=w.mood_id, agent_id=w.agent_id, key=key,
                       value=str(settings.validate(key, value)), until=None, set_by=w.agent_id,
                       note=block.note, at=now))
+
+
+def apply_away(s: Session, w: Wake, block: blocks.Away, now: dt.datetime) -> str:
+    """Start the absence the block asks for, after the reply just posted (its goodbye);
+    or the reason it is refused.  The duration is rolled from the catalog entry."""
+    cycle.lock_agent(s, w.agent_id)  # one absence at a time, whichever turn asks first
+    if absences.active_for(s, w.agent_id) is not None:
+        return "you are away from the screen already"
+    agent = AgentInfo.from_rows(s.get(Participant, w.agent_id), s.get(Agent, w.agent_id))
+    try:
+        cat = catalogs.of(agent, strict=True)
+    except catalogs.CatalogError as exc:  # the why is for operators, not for the Mood
+        log.error("%s's away block: %s", agent.handle, exc,
+                  extra={"action": "catalog_invalid", "agent": agent.handle})
+        return "your activities catalog is invalid just now (the poller's log says why)"
+    if cat is None:
+        return ("you have no activities catalog, so there is nowhere to go (an operator "
+                "gives one with `mood-poller agent set --activities FILE`)")
+    entry = cat.entry(block.activity)
+    if entry is None:
+        return f"there is no activity {block.activity!r} in your catalog (yours: {', '.join(cat.ids)})"
+    minutes = random.randint(*entry.duration)
+    absence = absences.start(s, agent_id=w.agent_id, mood_id=w.mood_id, entry=entry, cat=cat,
+                             note=block.note, minutes=minutes, post_id=w.reply_post_id,
+                             wake_id=w.id, now=now)
+    log.info("%s went out: %s for %d minutes", agent.handle, entry.label, minutes,
+             extra={"action": "absence_started", "wake_id": w.id, "activity_id": absence.id,
+                    "activity": entry.id, "minutes": minutes})
+    return ""
 
 
 def apply_handoff(s: Session, counter, w: Wake, h: blocks.Handoff, now: dt.datetime) -> str:

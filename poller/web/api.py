@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from poller import errors, observe, settings, text
-from poller.kinds import WakeKind, WakeStatus, names
+from poller.kinds import PostKind, WakeKind, WakeStatus, names
 from poller.store import access
 from poller.web.auth import Refused
 
@@ -169,7 +169,8 @@ def agent_rows(store, now: dt.datetime) -> list[dict]:
     flight = {}
     for w in st["in_flight"]:
         flight.setdefault(w["agent"], []).append({"mood": w["mood"], "since": w["since"],
-                                                  "wake_id": w["id"], "kind": w["kind"]})
+                                                  "wake_id": w["id"], "kind": w["kind"],
+                                                  "progress": w["progress"]})
     day = access.agents_since(store, now.replace(hour=0, minute=0, second=0, microsecond=0))
     due = {}
     for d in st["next_due"]:
@@ -182,7 +183,8 @@ def agent_rows(store, now: dt.datetime) -> list[dict]:
         today = day.get(a["handle"], access.AgentDay(0, 0))
         out.append({"handle": a["handle"], "state": state, "at_work": flight.get(a["handle"], []),
                     "held": a["held"], "owed": a["owed"], "next_due": due.get(a["handle"]),
-                    "turns_today": today.turns, "tokens_today": today.tokens})
+                    "turns_today": today.turns, "tokens_today": today.tokens,
+                    "usd_today": today.usd, "away": a["away"]})
     return out
 
 
@@ -213,6 +215,60 @@ def set_scram(c: Call):
 
 def lift_scram(c: Call):
     return {"scram": False, "lifted": observe.lift_scram(c.store, c.now)}
+
+
+# -- alarms and check-ins --------------------------------------------------------------------
+
+
+def list_alarms(c: Call):
+    from poller import alarms
+
+    return alarms.listing(c.store, c.query.get("agent"), c.query.get("mood"))
+
+
+def add_alarm(c: Call):
+    from poller import alarms
+
+    given = [k for k in ("at", "daily", "cron") if k in c.body]
+    if len(given) != 1:
+        raise Refused(400, "bad_request", "the body needs exactly one of 'at', 'daily' or 'cron'")
+    cutoff = c.body.get("lateness_cutoff_minutes", alarms.DEFAULT_CUTOFF_MINUTES)
+    if not isinstance(cutoff, int) or isinstance(cutoff, bool):
+        raise Refused(400, "bad_request", "'lateness_cutoff_minutes' must be an integer")
+    view, warnings = alarms.add_named(
+        c.store, agent=_text(c.body, "agent"), mood=_text(c.body, "mood"), now=c.now,
+        kind=given[0], when=_text(c.body, given[0]), tz=_text(c.body, "tz"),
+        note=_text(c.body, "note", ""), set_by=c.who.handle, cutoff=cutoff)
+    return dict(view, warnings=warnings)
+
+
+def remove_alarm(c: Call):
+    from poller import alarms
+
+    alarm_id = c.path["alarm_id"]
+    if not alarm_id.isdigit():
+        raise Refused(404, "not_found", f"no alarm {alarm_id!r}")
+    return alarms.remove(c.store, int(alarm_id), c.now)
+
+
+def my_checkin(c: Call):
+    from poller import agreements
+
+    return agreements.status(c.store, c.who.handle, c.now)
+
+
+def checkin_done(c: Call):
+    """The "I'm here" button: a dated check-in for the deadline the person names."""
+    from poller import agreements
+
+    return agreements.done(c.store, c.who.handle, _text(c.body, "for"), c.now)
+
+
+def checkin_accept(c: Call):
+    from poller import agreements
+
+    view = agreements.accept(c.store, _text(c.body, "code"), c.now)
+    return {"person": view["person"], "consented": True}
 
 
 def me(c: Call):
@@ -252,7 +308,7 @@ def _many(item: dict) -> dict:
 
 MOOD = _out(id=INT, slug=S, title=S, archived=BOOL, created_at=TIME)
 POST = _out(id=INT, mood=S, sender=S, sender_kind={"enum": ["person", "agent"]},
-            created_at=TIME, kind={"enum": ["post", "silent", "system", "handoff"]}, text=S,
+            created_at=TIME, kind={"enum": list(names(PostKind))}, text=S,
             reply_to=MAYBE_INT, tokens=INT)
 WAKE = _out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
             tools={"enum": ["full", "look"]}, status={"enum": list(names(WakeStatus))},
@@ -261,21 +317,31 @@ WAKE = _out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
             error=S)
 WAKE_FULL = {**WAKE, "properties": {**WAKE["properties"], "text": S},
              "required": WAKE["required"] + ["text"]}
-AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S)
+MAYBE_S = {"type": ["string", "null"]}
+# progress: what a Claude Code turn is doing now (the tool, a file's name), or null
+AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S, progress=MAYBE_S)
 HELD = _out(mood=S, reason=S)
+AWAY = {"type": ["object", "null"], "properties": {
+    "activity": S, "label": S, "mood": S, "since": TIME, "back_about": TIME,
+    "reachable": BOOL, "called_back": BOOL, "line": S}}
 AGENT_STATE = _out(handle=S, state={"enum": ["idle", "at work", "holding", "away"]},
                    at_work=_many(AT_WORK), held=_many(HELD), owed=INT, next_due=MAYBE_TIME,
-                   turns_today=INT, tokens_today=INT)
+                   turns_today=INT, tokens_today=INT, usd_today={"type": "number"}, away=AWAY)
 SETTINGS = {"type": "object", "additionalProperties": _out(
     value={"type": ["string", "integer", "number", "null"]}, slot=S, until=MAYBE_TIME)}
 SCRAM = {"type": ["object", "null"], "properties": {"by": {"type": ["string", "null"]},
                                                      "at": TIME}}
 STATUS = _out(scram=SCRAM, agents=_many({"type": "object"}), in_flight=_many({"type": "object"}),
-              next_due=_many({"type": "object"}), quarantined=_many({"type": "object"}))
+              next_due=_many({"type": "object"}), quarantined=_many({"type": "object"}),
+              scheduled=_many(_out(what={"enum": ["alarm", "checkin"]}, agent=S, mood=S,
+                                   at=TIME, local=S)))
 WHY = _out(mood=S, agent=S, scram=SCRAM, hold={"type": ["object", "null"]}, owed=INT,
            in_flight=MAYBE_INT, decisions={"type": "object"}, timers={"type": "object"},
            quarantined=_many({"type": "object"}), first_cycle_run=BOOL,
-           mentions_before_first_cycle=INT)
+           mentions_before_first_cycle=INT, away=AWAY)
+ALARM = _out(id=INT, agent=S, mood=S, kind={"enum": ["at", "daily", "cron"]}, spec=S, tz=S,
+             note=S, set_by=S, lateness_cutoff_minutes=INT, next={"type": ["string", "null"]},
+             next_at=MAYBE_TIME, fired=INT, removed_at=MAYBE_TIME)
 SLUG = Param("mood", "string", "Only this Mood (its slug).")
 AGENT = Param("agent", "string", "Only this agent (its handle).")
 
@@ -341,6 +407,23 @@ ROUTES: tuple[Route, ...] = (
           "(operators).", need="operator", returns=_out(scram=BOOL, turns_ended=INT)),
     Route("DELETE", "/scram", lift_scram, "Lift the emergency stop (operators).",
           need="operator", returns=_out(scram=BOOL, lifted=BOOL)),
+    Route("GET", "/alarms", list_alarms, "Alarms and when each is next due (operators).",
+          need="operator", query=(SLUG, AGENT), errors=(404,), returns=_many(ALARM)),
+    Route("POST", "/alarms", add_alarm, "Add an alarm: one of at, daily, cron, with an IANA tz "
+          "(operators); warnings name DST gaps and repeats.", need="operator", status=201,
+          body=_obj({"agent": S, "mood": S, "at": S, "daily": S, "cron": S, "tz": S, "note": S,
+                     "lateness_cutoff_minutes": INT}, ("agent", "mood", "tz")),
+          errors=(400, 404), returns=ALARM),
+    Route("DELETE", "/alarms/{alarm_id}", remove_alarm, "Remove an alarm (operators).",
+          need="operator", errors=(404,), returns=ALARM),
+    Route("GET", "/checkin", my_checkin, "The token's person's check-in agreement (not an "
+          "emergency service).", errors=(404,), returns={"type": "object"}),
+    Route("POST", "/checkin/done", checkin_done, "I'm here: a dated check-in for the deadline "
+          "named (the next one or the latest passed).", errors=(400, 404),
+          body=_obj({"for": S}, ("for",)), returns={"type": "object"}),
+    Route("POST", "/checkin/accept", checkin_accept, "A contact agrees, with the single-use "
+          "code from their invitation.", need=None, errors=(400,),
+          body=_obj({"code": S}, ("code",)), returns=_out(person=S, consented=BOOL)),
     Route("GET", "/openapi.json", None, "This document.", need=None,
           returns={"type": "object", "required": ["openapi", "paths"]}),
 )

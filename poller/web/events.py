@@ -9,7 +9,9 @@ Events, each with ``id: POST_ID.WAKE_ID`` (how far the client has been told):
 
 - ``post`` — a post, a reply, a silent dot (``kind: silent``), a notice;
 - ``turn_started`` / ``turn_ended`` — an agent at work here, and how it ended;
-- ``working`` — the turns in flight here now (sent on connect and on change);
+- ``working`` — the turns in flight here now, each with its ``progress`` (what a
+  Claude Code turn is doing: the tool it uses, the file it reads; names only),
+  sent on connect and on every change;
 - ``holds`` — the agents holding owed mentions here, and why (on connect and
   on change).
 
@@ -145,7 +147,7 @@ def frame(event: str, data, cursor: Optional[tuple[int, int]] = None) -> str:
 
 def _turn(t: access.TurnRecord) -> dict:
     return {"wake_id": t.id, "agent": t.agent, "kind": t.kind, "status": t.status,
-            "since": iso(t.since), "finished_at": iso(t.finished_at)}
+            "since": iso(t.since), "finished_at": iso(t.finished_at), "progress": t.progress}
 
 
 async def stream(door, slug: str, cursor: Optional[tuple[int, int]],

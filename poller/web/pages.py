@@ -86,6 +86,7 @@ def routes(door) -> list[Route]:
         Route("/signout", page("read", signout, ("POST",)), methods=["POST"]),
         Route("/", page("read", moods_page)),
         Route("/m/{slug}", page("read", mood_page)),
+        Route("/checkin/done", page("read", checkin_form, ("POST",)), methods=["POST"]),
         Route("/m/{slug}/posts", page("post", post_form), methods=["POST"]),
         Route("/ops/agents", page("operator", agents_page)),
         Route("/ops/wakes", page("operator", wakes_page)),
@@ -151,7 +152,36 @@ def _local(target) -> str:
 
 
 def moods_page(request, door, who, form) -> Response:
-    return render(request, "moods.html", moods=door.store.moods(include_archived=False))
+    card = checkin_card(door, who)
+    if card and request.query_params.get("for"):
+        # After a submit the button keeps the deadline it named (pressing again changes
+        # nothing); Refresh (the page without ?for=) moves it to what the status shows.
+        card.update(target=request.query_params["for"][:80], kept=True)
+    return render(request, "moods.html", moods=door.store.moods(include_archived=False),
+                  checkin=card)
+
+
+def checkin_card(door, who) -> Optional[dict]:
+    """The person's check-in agreement as the card shows it, with the one deadline its
+    I'm here button names: the newest missed one, else the next.  None without one."""
+    from poller import agreements, errors
+
+    try:
+        view = agreements.status(door.store, who.handle, door.clock())
+    except errors.NotFound:
+        return None
+    streak = view["streak"] if view["streak"] and view["streak"]["open"] else None
+    missed = (view["missed_unprocessed"] or [None])[-1] or (streak or {}).get("last_due")
+    return dict(view, target=missed or view["next_deadline"], missed=missed)
+
+
+def checkin_form(request, door, who, form) -> Response:
+    """I'm here: a dated check-in for exactly the deadline the button named."""
+    from poller import agreements
+
+    named = str(form.get("for") or "")
+    agreements.done(door.store, who.handle, named, door.clock())
+    return RedirectResponse(f"/?for={quote(named)}", status_code=303)
 
 
 def mood_page(request, door, who, form) -> Response:
@@ -168,9 +198,12 @@ def mood_page(request, door, who, form) -> Response:
     posts = access.posts_page(door.store, slug, limit=POSTS_SHOWN,
                               before_id=int(before) if before else None)
     earlier = posts[0].id if len(posts) == POSTS_SHOWN else None
+    handles = {a.id: a.handle for a in door.store.agents()}
+    away = [(handles[a], out["line"]) for a, out in observe.away(door.store, door.clock()).items()
+            if a in handles]
     return render(request, "mood.html", mood=mood, posts=[p.to_json() for p in posts],
                   after=f"{posts[-1].id if posts else 0}.{heads.wake_id}", earlier=earlier,
-                  live=not before)
+                  live=not before, away=sorted(away))
 
 
 def post_form(request, door, who, form) -> Response:

@@ -67,6 +67,7 @@ def build(store, config, clock, dials, *, host: str, port: int, with_poller: boo
     thread = None
     if with_poller:
         poller = loop.Poller(store, config, dials=dials.current, detach=False)  # it beats as it runs
+        poller.check_catalogs()  # an invalid activities catalog stops serve as it would run
         thread = threading.Thread(target=poller.run, args=(interval, stop, clock), name="poller")
     return server, stop, thread
 

@@ -28,9 +28,22 @@ def upgrade() -> None:
     with op.batch_alter_table('poller_beats', schema=None) as batch_op:
         batch_op.add_column(sa.Column('scope', sa.String(length=300), server_default='all',
                                       nullable=False))
+    # A running turn's progress (the tool in use, the file being read), names only.
+    with op.batch_alter_table('wakes', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('progress', sa.String(length=200), nullable=True))
+    # A person's slash command (/compact, /context...) waiting to run in the agent's session.
+    with op.batch_alter_table('listeners', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('command_post_id', sa.BigInteger(), server_default='0',
+                                      nullable=False))
+    with op.batch_alter_table('listeners', schema=None) as batch_op:
+        batch_op.alter_column('command_post_id', server_default=None)
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('listeners', schema=None) as batch_op:
+        batch_op.drop_column('command_post_id')
+    with op.batch_alter_table('wakes', schema=None) as batch_op:
+        batch_op.drop_column('progress')
     with op.batch_alter_table('decisions', schema=None) as batch_op:
         batch_op.drop_column('detail')
     with op.batch_alter_table('listeners', schema=None) as batch_op:

@@ -69,9 +69,13 @@
   }
 
   function showWorking(turns) {
-    var names = [];
-    turns.forEach(function (t) { if (names.indexOf(t.agent) < 0) names.push(t.agent); });
-    working.textContent = names.length ? names.join(", ") + (names.length > 1 ? " are" : " is") + " at work\u2026" : "";
+    var names = [], doing = [];
+    turns.forEach(function (t) {
+      if (names.indexOf(t.agent) < 0) names.push(t.agent);
+      if (t.progress) doing.push(t.agent + ": " + t.progress);
+    });
+    var said = names.length ? names.join(", ") + (names.length > 1 ? " are" : " is") + " at work\u2026" : "";
+    working.textContent = said && doing.length ? said + " (" + doing.join("; ") + ")" : said;
   }
 
   function showHolds(list) {

@@ -1,0 +1,126 @@
+"""The mail outbox: check-in mail, written with the decision, sent once by a poller.
+
+A consent invitation or a contact message becomes a ``mail_outbox`` row in
+the transaction that decides it, with its Message-ID fixed there.  Each cycle
+a poller claims the waiting rows (pending -> sending, a conditional update,
+so two pollers never both send one) and hands each to the configured SMTP
+server (``[mail]``; STARTTLS or implicit TLS with the certificate verified;
+the password only from ``MOOD_POLLER_MAIL_PASSWORD``).  A poller killed
+after a message was written and before it was sent leaves it pending: the
+next cycle sends it, once.  A contact message is checked again when it is
+claimed: if the person checked in (or the agreement ended, or the stage was
+disarmed) since it was written, it is withdrawn, never sent.  A message
+claimed and never marked (the poller
+died mid-conversation) is marked ``uncertain`` and never sent again: the
+server may have it.  A server that cannot be reached leaves the row pending.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import re
+import smtplib
+import ssl
+from email.message import EmailMessage
+from email.utils import format_datetime
+
+from poller.config import ENV_MAIL_PASSWORD, MailConfig
+from poller.store import schedules as rows
+
+log = logging.getLogger("poller.mail")
+
+STALE_SENDING = dt.timedelta(minutes=10)  # a claim this old with no outcome: uncertain
+CODE_LINE = re.compile(r"^    \S+$", re.M)  # an invitation's code, on a line of its own
+
+
+def message(m, sender: str, now: dt.datetime) -> EmailMessage:
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = sender, m.recipient, m.subject
+    msg["Message-ID"], msg["Date"] = m.message_id, format_datetime(now)
+    msg.set_content(m.body)
+    return msg
+
+
+def connect(cfg: MailConfig) -> smtplib.SMTP:
+    context = ssl.create_default_context()
+    if cfg.tls:
+        smtp = smtplib.SMTP_SSL(cfg.host, cfg.port, timeout=cfg.timeout, context=context)
+    else:
+        smtp = smtplib.SMTP(cfg.host, cfg.port, timeout=cfg.timeout)
+        if cfg.starttls:
+            smtp.starttls(context=context)
+    if cfg.user:
+        smtp.login(cfg.user, os.environ.get(ENV_MAIL_PASSWORD, ""))
+    return smtp
+
+
+class Unreachable(Exception):
+    """The server could not be reached or refused us before anything was handed over."""
+
+
+def send_one(cfg: MailConfig, msg: EmailMessage) -> None:
+    try:
+        smtp = connect(cfg)
+    except (OSError, smtplib.SMTPException) as exc:
+        raise Unreachable(f"{type(exc).__name__}: {exc}") from exc
+    with smtp:
+        smtp.send_message(msg)
+
+
+def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
+    """Send what waits in the outbox; the number sent.  Without a mail server, nothing."""
+    if not cfg.host:
+        return 0
+    with store.writing() as s:
+        for m in rows.stale_sending(s, now - STALE_SENDING):
+            m.state, m.error = "uncertain", "claimed and never marked: it may have been sent"
+    with store.reading() as s:
+        waiting = rows.mail_waiting(s)
+    sent = 0
+    for mail_id in waiting:
+        with store.writing() as s:
+            m = rows.claim_mail(s, mail_id, holder, now)
+            if m is not None and not still_wanted(s, m):
+                m.state, m.error = "withdrawn", "the check-in it was about was answered or ended"
+                m = None
+            msg = message(m, cfg.sender, now) if m is not None else None
+        if msg is None:
+            continue  # another poller has it, or it is no longer wanted
+        state, error = _attempt(cfg, msg, mail_id)
+        with store.writing() as s:
+            m = rows.mail(s, mail_id)
+            m.state, m.error = state, error
+            m.sent_at = now if state == "sent" else None
+            if state == "sent" and m.purpose == "invite":
+                m.body = CODE_LINE.sub("    (the single-use code, not kept once sent)", m.body)
+            if state == "pending":
+                m.claimed_at, m.claimed_by = None, ""
+        sent += state == "sent"
+    return sent
+
+
+def still_wanted(s, m) -> bool:
+    """A contact message goes only while its streak is still open and the stage armed:
+    checked again right before sending, as it was when the agent wrote it."""
+    if m.purpose != "contact":
+        return True
+    st, g = rows.streak(s, m.streak_id), rows.agreement(s, m.agreement_id)
+    return (st is not None and st.closed_at is None and g is not None and g.armed
+            and g.consent_at is not None and g.status == "active")
+
+
+def _attempt(cfg: MailConfig, msg: EmailMessage, mail_id: int) -> tuple[str, str]:
+    try:
+        send_one(cfg, msg)
+    except Unreachable as exc:
+        log.warning("mail %s not sent, kept for the next cycle: %s", mail_id, exc,
+                    extra={"action": "mail_deferred", "mail_id": mail_id})
+        return "pending", str(exc)
+    except (OSError, smtplib.SMTPException) as exc:
+        log.warning("mail %s failed: %s", mail_id, exc,
+                    extra={"action": "mail_failed", "mail_id": mail_id})
+        return "failed", f"{type(exc).__name__}: {exc}"
+    log.info("mail %s sent", mail_id, extra={"action": "mail_sent", "mail_id": mail_id})
+    return "sent", ""

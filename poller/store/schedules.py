@@ -1,0 +1,293 @@
+"""Alarms, check-in agreements, their streaks and notices, and the mail outbox: the rows.
+
+Every verb takes the caller's session, so what a cycle decides (a wake, the
+firing it covers, the streak it opens, the mail it writes) commits together.
+Claims are conditional on a row's ``version``: a second poller that read the
+same row finds it moved and records nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Optional
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from poller import errors
+from poller.kinds import IN_FLIGHT, LIVE_AGREEMENTS, AgreementStatus
+from poller.models import (Agent, Alarm, CheckinAgreement, CheckinNotice, CheckinStreak, Listener,
+                           MailOut, Mood, Participant, Post, Wake)
+from poller.store import cycle
+
+
+# -- who and where ----------------------------------------------------------------------------
+
+
+def mood_id(s: Session, slug: str) -> int:
+    found = s.scalar(sa.select(Mood.id).where(Mood.slug == slug.lower()))
+    if found is None:
+        raise errors.NotFound(f"no Mood {slug!r}")
+    return found
+
+
+def mood_row(s: Session, mood: int) -> Mood:
+    return s.get(Mood, mood)
+
+
+def participant_id(s: Session, handle: str, kind: str) -> int:
+    q = sa.select(Participant.id).where(Participant.handle_key == handle.lstrip("@").lower(),
+                                        Participant.kind == kind)
+    if kind == "agent":
+        q = q.join(Agent, Agent.participant_id == Participant.id).where(Agent.retired_at.is_(None))
+    else:
+        q = q.where(Participant.retired_at.is_(None))
+    found = s.scalar(q)
+    if found is None:
+        raise errors.NotFound(f"no {kind} {handle!r}")
+    return found
+
+
+def handles(s: Session, ids: set[int]) -> dict[int, str]:
+    return dict(s.execute(sa.select(Participant.id, Participant.handle)
+                          .where(Participant.id.in_(ids))).all()) if ids else {}
+
+
+def slugs(s: Session, ids: set[int]) -> dict[int, str]:
+    return dict(s.execute(sa.select(Mood.id, Mood.slug).where(Mood.id.in_(ids))).all()) if ids else {}
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the law needs to know of an agent's turns to weigh a scheduled wake."""
+
+    busy_here: bool
+    running: int
+    woke: tuple[dt.datetime, ...]
+
+
+def load(s: Session, agent_id: int, mood_id_: int, now: dt.datetime) -> Load:
+    flying = s.execute(sa.select(Wake.mood_id).where(Wake.agent_id == agent_id,
+                                                     Wake.status.in_(IN_FLIGHT))).scalars().all()
+    woke = s.execute(sa.select(Wake.created_at).where(
+        Wake.agent_id == agent_id, Wake.created_at > now - dt.timedelta(hours=1))).scalars().all()
+    return Load(mood_id_ in flying, len(flying), tuple(woke))
+
+
+# -- alarms -----------------------------------------------------------------------------------
+
+
+def add_alarm(s: Session, **values) -> Alarm:
+    row = Alarm(fired=0, version=0, **values)
+    s.add(row)
+    s.flush()
+    return row
+
+
+def alarms(s: Session, agent_id: Optional[int] = None, mood: Optional[int] = None,
+           include_removed: bool = False) -> list[Alarm]:
+    q = sa.select(Alarm).order_by(Alarm.id)
+    if agent_id is not None:
+        q = q.where(Alarm.agent_id == agent_id)
+    if mood is not None:
+        q = q.where(Alarm.mood_id == mood)
+    if not include_removed:
+        q = q.where(Alarm.removed_at.is_(None))
+    return list(s.scalars(q))
+
+
+def remove_alarm(s: Session, alarm_id: int, now: dt.datetime) -> Alarm:
+    row = s.scalar(cycle.for_update(s, sa.select(Alarm).where(Alarm.id == alarm_id)))
+    if row is None or row.removed_at is not None:
+        raise errors.NotFound(f"no alarm {alarm_id}")
+    row.removed_at, row.next_at, row.version = now, None, row.version + 1
+    return row
+
+
+_ACTIVE_AGENTS = sa.select(Agent.participant_id).where(Agent.retired_at.is_(None))
+
+
+def _idle_pair(table):
+    """No turn of the agent in flight in the Mood and no stop there: a busy or stopped
+    pair's schedules wait unread (its turn's end, or the stop's lift, is the next chance),
+    so a long turn costs no cycle anything."""
+    busy = sa.exists().where(Wake.agent_id == table.agent_id, Wake.mood_id == table.mood_id,
+                             Wake.status.in_(IN_FLIGHT))
+    stopped = sa.exists().where(Listener.agent_id == table.agent_id,
+                                Listener.mood_id == table.mood_id, Listener.stopped_at.is_not(None))
+    return ~busy & ~stopped
+
+
+def due_alarms(s: Session, now: dt.datetime, limit: int = 500) -> list[Alarm]:
+    """Alarms due by *now* of agents still there (a removed agent's wait, unread) and not
+    at work in that Mood."""
+    return list(s.scalars(sa.select(Alarm).where(
+        Alarm.next_at <= now, Alarm.removed_at.is_(None), Alarm.agent_id.in_(_ACTIVE_AGENTS),
+        _idle_pair(Alarm)).order_by(Alarm.next_at).limit(limit)))
+
+
+def claim_alarm(s: Session, alarm_id: int, version: int) -> Optional[Alarm]:
+    """The alarm locked, if it is still as it was read; None if another poller moved it."""
+    row = s.scalar(cycle.skip_locked(s, sa.select(Alarm).where(Alarm.id == alarm_id)))
+    return row if row is not None and row.version == version else None
+
+
+# -- check-in agreements ----------------------------------------------------------------------
+
+
+def live_agreement(s: Session, person_id: int, lock: bool = False) -> Optional[CheckinAgreement]:
+    q = sa.select(CheckinAgreement).where(CheckinAgreement.person_id == person_id,
+                                          CheckinAgreement.status.in_(LIVE_AGREEMENTS))
+    return s.scalar(cycle.for_update(s, q) if lock else q)
+
+
+def agreements_here(s: Session, agent_id: int, mood: int) -> list[CheckinAgreement]:
+    """The live agreements this agent watches in the Mood, locked (a turn is settling)."""
+    return list(s.scalars(cycle.for_update(s, sa.select(CheckinAgreement).where(
+        CheckinAgreement.agent_id == agent_id, CheckinAgreement.mood_id == mood,
+        CheckinAgreement.status.in_(LIVE_AGREEMENTS)).order_by(CheckinAgreement.id))))
+
+
+def agreement(s: Session, agreement_id: int) -> Optional[CheckinAgreement]:
+    """One agreement, locked: what a settling turn changes, no cycle changes meanwhile."""
+    return s.scalar(cycle.for_update(s, sa.select(CheckinAgreement).where(
+        CheckinAgreement.id == agreement_id)))
+
+
+def add_agreement(s: Session, **values) -> CheckinAgreement:
+    row = CheckinAgreement(version=0, armed=False, **values)
+    s.add(row)
+    s.flush()
+    return row
+
+
+def due_agreements(s: Session, now: dt.datetime, limit: int = 500) -> list[CheckinAgreement]:
+    return list(s.scalars(sa.select(CheckinAgreement).where(
+        CheckinAgreement.next_check_at <= now,
+        CheckinAgreement.status == AgreementStatus.ACTIVE,
+        CheckinAgreement.agent_id.in_(_ACTIVE_AGENTS), _idle_pair(CheckinAgreement))
+        .order_by(CheckinAgreement.next_check_at).limit(limit)))
+
+
+def claim_agreement(s: Session, agreement_id: int, version: int) -> Optional[CheckinAgreement]:
+    row = s.scalar(cycle.skip_locked(s, sa.select(CheckinAgreement)
+                                     .where(CheckinAgreement.id == agreement_id)))
+    return row if row is not None and row.version == version else None
+
+
+def by_consent(s: Session, digest: str) -> Optional[CheckinAgreement]:
+    return s.scalar(cycle.for_update(s, sa.select(CheckinAgreement).where(
+        CheckinAgreement.consent_digest == digest,
+        CheckinAgreement.status.in_(LIVE_AGREEMENTS))))
+
+
+# -- streaks and notices ----------------------------------------------------------------------
+
+
+def open_streak(s: Session, agreement_id: int) -> Optional[CheckinStreak]:
+    return s.scalar(sa.select(CheckinStreak).where(CheckinStreak.agreement_id == agreement_id,
+                                                   CheckinStreak.closed_at.is_(None)))
+
+
+def latest_streak(s: Session, agreement_id: int) -> Optional[CheckinStreak]:
+    return s.scalar(sa.select(CheckinStreak).where(CheckinStreak.agreement_id == agreement_id)
+                    .order_by(CheckinStreak.id.desc()).limit(1))
+
+
+def add_streak(s: Session, **values) -> CheckinStreak:
+    row = CheckinStreak(closed_by="", contact_state="", contact_note="", **values)
+    s.add(row)
+    s.flush()
+    return row
+
+
+def add_notice(s: Session, **values) -> None:
+    s.add(CheckinNotice(**values))
+
+
+def notice(s: Session, wake_id: int) -> Optional[CheckinNotice]:
+    return s.get(CheckinNotice, wake_id)
+
+
+def streak(s: Session, streak_id: int) -> Optional[CheckinStreak]:
+    return s.get(CheckinStreak, streak_id)
+
+
+def streak_of_contact_wake(s: Session, wake_id: int) -> Optional[CheckinStreak]:
+    return s.scalar(sa.select(CheckinStreak).where(CheckinStreak.contact_wake_id == wake_id))
+
+
+def notices(s: Session, streak_id: int) -> list[CheckinNotice]:
+    return list(s.scalars(sa.select(CheckinNotice).where(CheckinNotice.streak_id == streak_id)
+                          .order_by(CheckinNotice.wake_id)))
+
+
+# -- what a wake showed: the posts a checkin block may quote -------------------------------
+
+
+def posts_shown(s: Session, mood: int, person_id: int, after_id: int,
+                upto_id: int) -> list[tuple[int, str, dt.datetime]]:
+    """The person's posts in the Mood with ids in (after_id, upto_id]: (id, text, time)."""
+    return [tuple(r) for r in s.execute(sa.select(Post.id, Post.text, Post.created_at).where(
+        Post.mood_id == mood, Post.sender_id == person_id, Post.kind == "post",
+        Post.id > after_id, Post.id <= upto_id).order_by(Post.id))]
+
+
+def previous_seen(s: Session, agent_id: int, mood: int, before_wake: int) -> int:
+    """The newest post the agent's wake before *before_wake* here showed (0: none)."""
+    return s.scalar(sa.select(Wake.seen_id).where(Wake.agent_id == agent_id, Wake.mood_id == mood,
+                                                  Wake.id < before_wake)
+                    .order_by(Wake.id.desc()).limit(1)) or 0
+
+
+# -- the mail outbox ----------------------------------------------------------------------------
+
+
+def add_mail(s: Session, **values) -> MailOut:
+    row = MailOut(state="pending", claimed_by="", error="", **values)
+    s.add(row)
+    s.flush()
+    return row
+
+
+def mail_waiting(s: Session, limit: int = 50) -> list[int]:
+    return list(s.scalars(sa.select(MailOut.id).where(MailOut.state == "pending")
+                          .order_by(MailOut.id).limit(limit)))
+
+
+def claim_mail(s: Session, mail_id: int, holder: str, now: dt.datetime) -> Optional[MailOut]:
+    """pending -> sending, or None if another poller has it."""
+    done = s.execute(sa.update(MailOut).where(MailOut.id == mail_id, MailOut.state == "pending")
+                     .values(state="sending", claimed_at=now, claimed_by=holder)).rowcount
+    return s.get(MailOut, mail_id) if done == 1 else None
+
+
+def stale_sending(s: Session, before: dt.datetime) -> list[MailOut]:
+    return list(s.scalars(cycle.skip_locked(s, sa.select(MailOut).where(
+        MailOut.state == "sending", MailOut.claimed_at < before))))
+
+
+def mails(s: Session, agreement_id: Optional[int] = None) -> list[MailOut]:
+    q = sa.select(MailOut).order_by(MailOut.id)
+    if agreement_id is not None:
+        q = q.where(MailOut.agreement_id == agreement_id)
+    return list(s.scalars(q))
+
+
+def mail(s: Session, mail_id: int) -> Optional[MailOut]:
+    return s.get(MailOut, mail_id)
+
+
+def upcoming(s: Session, limit: int = 10) -> list[tuple[str, int, int, dt.datetime, str]]:
+    """The next alarms and agreement looks, soonest first: (what, agent, Mood, when, zone)."""
+    a = s.execute(sa.select(Alarm.agent_id, Alarm.mood_id, Alarm.next_at, Alarm.tz).where(
+        Alarm.next_at.is_not(None), Alarm.removed_at.is_(None))
+        .order_by(Alarm.next_at).limit(limit)).all()
+    g = s.execute(sa.select(CheckinAgreement.agent_id, CheckinAgreement.mood_id,
+                            CheckinAgreement.next_check_at, CheckinAgreement.tz).where(
+        CheckinAgreement.next_check_at.is_not(None),
+        CheckinAgreement.status == AgreementStatus.ACTIVE)
+        .order_by(CheckinAgreement.next_check_at).limit(limit)).all()
+    both = [("alarm", *r) for r in a] + [("checkin", *r) for r in g]
+    return sorted(both, key=lambda r: r[3])[:limit]
