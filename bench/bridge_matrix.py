@@ -96,6 +96,7 @@ def latency(w: World, n: int) -> dict:
     person = w.hs.register()
     w.cli("init", "--answer-from-now")
     w.cli("agent", "add", "helper", "--command", AGENT)
+    w.cli("set", "max_wakes_per_hour", "600")  # the hourly cap (30) is not what is measured
     w.cli("person", "add", "--matrix", person.user_id, "--trust", "full")
     rooms = [person.create_room() for _ in range(ROOMS)]
     for i, room in enumerate(rooms):
