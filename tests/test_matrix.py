@@ -423,3 +423,15 @@ def typing_at(db_url: str):
         at = c.exec_driver_sql("SELECT typing_at FROM moods").scalar()
     engine.dispose()
     return at
+
+
+def test_an_agent_invited_to_a_private_room_joins_it(bridged):
+    bridged.setup()
+    private = bridged.person.call("POST", "/createRoom", {"preset": "private_chat"})["room_id"]
+    bridged.cli("mood", "add", "den", "--matrix-room", private)
+    bridged.start_bridge()  # joins the public lobby; the den needs an invitation
+    members = lambda: bridged.person.call(  # noqa: E731
+        "GET", f"/rooms/{private}/joined_members")["joined"]
+    assert bridged.agent_id("helper") not in members()
+    bridged.person.call("POST", f"/rooms/{private}/invite", {"user_id": bridged.agent_id("helper")})
+    wait_for(lambda: bridged.agent_id("helper") in members(), what="the agent in the den")
