@@ -315,5 +315,6 @@ def test_a_silence_shows_nothing_in_the_chat_and_notes_are_notices(store, tmp_pa
         insert_post(s, store.counter, mood_id, agent_id, "no need", T0, kind=PostKind.SILENT)
         cycle.add_system_post(s, mood_id, agent_id, "@helper is held: busy", T0, 5)
     got = sorted((i.bridge, i.event) for i in outbox.items(store))
-    assert got == [("matrix", "notice"), ("webhook", "notice"), ("webhook", "silent")]
+    assert got == [("matrix", "notice"), ("matrix", "silent"), ("webhook", "notice"),
+                   ("webhook", "silent")]
     assert made["secret"] not in store.cli("mood", "webhook", "list").out

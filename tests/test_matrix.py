@@ -435,3 +435,27 @@ def test_an_agent_invited_to_a_private_room_joins_it(bridged):
     assert bridged.agent_id("helper") not in members()
     bridged.person.call("POST", f"/rooms/{private}/invite", {"user_id": bridged.agent_id("helper")})
     wait_for(lambda: bridged.agent_id("helper") in members(), what="the agent in the den")
+
+
+def test_a_silent_turn_says_nothing_and_marks_the_mention_read(bridged):
+    bridged.setup("silent")
+    bridged.start_bridge()
+    bridged.start_poller()
+    asked = bridged.mention("helper", "helper: anything?")
+    wait_for(lambda: read_by(bridged, asked), what="the agent's read receipt")
+    assert bridged.said_by("helper") == []
+    assert [w["status"] for w in bridged.wakes()] == ["silent"]
+
+
+def read_by(b: Bridged, event_id: str) -> bool:
+    """Has the agent's read receipt for *event_id* reached the person's client?  (An
+    incremental /sync: the homeserver may answer a repeated initial sync from a cache.)"""
+    params = {"timeout": "0"} | ({"since": b.since} if getattr(b, "since", None) else {})
+    data = b.person.call("GET", "/sync", **params)
+    b.since = data["next_batch"]
+    room = (data.get("rooms", {}).get("join", {}) or {}).get(b.room, {})
+    for event in room.get("ephemeral", {}).get("events", []):
+        if event["type"] == "m.receipt":
+            readers = event["content"].get(event_id, {}).get("m.read", {})
+            b.read = getattr(b, "read", False) or b.agent_id("helper") in readers
+    return getattr(b, "read", False)

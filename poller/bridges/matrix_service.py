@@ -250,9 +250,14 @@ class MatrixService:
 
         payload = await asyncio.to_thread(outbox.payload_of, self.store, item)
         reply = None
-        if item.event == "reply":
+        if item.event in ("reply", "silent"):
             reply = await asyncio.to_thread(bridges.reply_target, self.store, matrix.NAME,
                                             item.wake_id)
+        if item.event == "silent":  # nothing is said; the agent has read what called it
+            if reply is not None:
+                await self.intent(payload["sender"]).send_receipt(
+                    self._aliases.get(item.target, item.target), reply.external_id)
+            return None
         body = payload["text"]
         if self.client is not None:
             body = f"{payload['sender']}: {body}"

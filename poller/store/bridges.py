@@ -318,7 +318,7 @@ def record_sent(store: Store, bridge: str, item_id: int, external_id: str,
     with store.writing() as s:
         row = s.get(OutboxItem, item_id)
         row.status, row.external_id, row.sent_at, row.last_error = "sent", external_id, now, ""
-        if row.post_id is not None and not seen(s, bridge, external_id):
+        if row.post_id is not None and external_id and not seen(s, bridge, external_id):
             s.add(BridgeEvent(bridge=bridge, external_id=external_id, post_id=row.post_id,
                               at=now))
 

@@ -92,9 +92,9 @@ def post_event(kind: str, sender_kind: str) -> Optional[str]:
     return OutboxEvent.REPLY if sender_kind == ParticipantKind.AGENT else OutboxEvent.POST
 
 
-# A chat bridge shows agents' replies and the service's notes; people's posts
-# and silences are the chat's own business (webhooks get everything).
-CHAT_EVENTS = (OutboxEvent.REPLY, OutboxEvent.NOTICE)
+# A chat bridge shows agents' replies and the service's notes, and marks what a
+# silent turn read; people's posts are the chat's own (webhooks get everything).
+CHAT_EVENTS = (OutboxEvent.REPLY, OutboxEvent.NOTICE, OutboxEvent.SILENT)
 
 
 def enqueue_post(s: Session, post: Post, origin: Optional[str] = None) -> int:
