@@ -134,6 +134,13 @@ def away(store: Store, now: dt.datetime) -> dict[int, dict]:
         return _away(s, now)
 
 
+def away_lines(store: Store, now: dt.datetime) -> dict[str, str]:
+    """Each agent out on an activity, by handle: the line its presence shows."""
+    with store.reading() as s:
+        handles, _ = ops.names(s)
+        return {handles[i]: a["line"] for i, a in _away(s, now).items() if i in handles}
+
+
 def _away(s, now: dt.datetime) -> dict[int, dict]:
     out = absences.everyone_out(s)
     if not out:

@@ -1,7 +1,7 @@
 """A real Synapse homeserver for the test session, on a loopback port.
 
 The YAML is written here (much faster than ``--generate-config``): a client
-listener on 127.0.0.1 only, no federation, no presence, URL previews,
+listener on 127.0.0.1 only, no federation, no URL previews,
 metrics or stats, ``bcrypt_rounds: 4`` and every rate limit raised so tests
 never see a 429.  Users are registered through ``registration_shared_secret``
 (the admin API's HMAC), and the appservice registration the bridge command
@@ -57,7 +57,7 @@ def config_yaml(root: str, port: int, shared_secret: str, appservices: list[str]
         "form_secret": secrets.token_hex(16),
         "trusted_key_servers": [],
         "federation_domain_whitelist": [],
-        "presence": {"enabled": False},
+        "presence": {"enabled": True},  # an agent out on an activity shows it
         "url_preview_enabled": False,
         "enable_metrics": False,
         "stats": {"enabled": False},

@@ -459,3 +459,32 @@ def read_by(b: Bridged, event_id: str) -> bool:
             readers = event["content"].get(event_id, {}).get("m.read", {})
             b.read = getattr(b, "read", False) or b.agent_id("helper") in readers
     return getattr(b, "read", False)
+
+
+AWAY_CATALOG = """\
+[[catalog]]
+id = "creek_walk"
+label = "out for a creek walk"
+duration_minutes = [30, 30]
+seed = "A short walk along the creek."
+"""
+
+
+def test_an_agent_out_on_an_activity_shows_it_in_its_presence(bridged):
+    catalog = bridged.tmp / "activities.toml"
+    catalog.write_text(AWAY_CATALOG)
+    bridged.setup("say", "Off for a walk, back soon.\n```away\nactivity: creek_walk\n```")
+    bridged.cli("agent", "set", "helper", "--activities", str(catalog))
+    bridged.start_bridge()
+
+    def presence(state: str):
+        p = bridged.person.call("GET", f"/presence/{bridged.agent_id('helper')}/status")
+        return p if p.get("presence") == state else None
+
+    wait_for(lambda: presence("online"), what="the agent's user to show online")
+    bridged.start_poller()
+    bridged.mention("helper", "helper: take a break")
+    shown = wait_for(lambda: presence("unavailable"), what="the agent's presence to show it out")
+    assert shown["status_msg"].startswith("out for a creek walk, back about ")
+    assert wait_for(lambda: bridged.said_by("helper"), what="its goodbye")[0]["content"][
+        "body"].startswith("Off for a walk")

@@ -31,6 +31,7 @@ from poller.store import bridges, outbox
 
 log = logging.getLogger("poller.bridges")
 REFRESH_S = 10.0  # new agents and newly linked rooms are joined within this
+PRESENCE_S = 2.0  # an agent going out or coming back shows in its presence within this
 
 
 def take_in(store, cfg: matrix.MatrixConfig, clock: Callable, events: list[dict],
@@ -85,6 +86,7 @@ class MatrixService:
         self._joined: set[tuple[str, str]] = set()
         self._registered: set[str] = set()
         self._aliases: dict[str, str] = {}
+        self._presence_shown: dict[str, str] = {}  # handle -> the line shown ("": online)
 
     async def run(self, stop: asyncio.Event) -> None:
         await (self._start_appservice() if self.cfg.mode == "appservice" else self._start_bot())
@@ -274,7 +276,7 @@ class MatrixService:
     async def _typing(self, stop: asyncio.Event) -> None:
         """While a turn runs, its agent types in the room: shown, renewed, cleared."""
         shown: dict[int, tuple[str, str, float]] = {}
-        refreshed = time.monotonic()
+        refreshed = presented = time.monotonic()
         while not stop.is_set():
             try:
                 now = time.monotonic()
@@ -290,6 +292,9 @@ class MatrixService:
                 if now - refreshed >= REFRESH_S:
                     refreshed = now
                     await self.refresh()
+                if now - presented >= PRESENCE_S:
+                    presented = now
+                    await self._presence()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -298,6 +303,25 @@ class MatrixService:
                 await asyncio.wait_for(stop.wait(), self.cfg.poll)
             except asyncio.TimeoutError:
                 pass
+
+    async def _presence(self) -> None:
+        """An agent out on an activity is unavailable, its status the line the pages show
+        ("out for a creek walk, back about 14:30"); back, it is online.  Sent on change.
+        (In bot mode one account speaks for every agent: it has no presence of its own.)"""
+        if self.client is not None:
+            return
+        from poller import observe
+        from mautrix.types import PresenceState
+
+        out = await asyncio.to_thread(observe.away_lines, self.store, self.clock())
+        handles = await asyncio.to_thread(bridges.agent_handles, self.store)
+        for handle in handles:
+            line = out.get(handle, "")
+            if self._presence_shown.get(handle) == line:
+                continue
+            state = PresenceState.UNAVAILABLE if line else PresenceState.ONLINE
+            if await _quietly(self.intent(handle).set_presence(state, line), "presence", handle):
+                self._presence_shown[handle] = line
 
     async def _type(self, room: str, agent: str, typing: bool) -> None:
         room = self._aliases.get(room, room)
