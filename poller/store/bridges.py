@@ -24,7 +24,7 @@ from poller import errors, text
 from poller.kinds import ParticipantKind, Trust, WakeStatus
 from poller.models import (Agent, BridgeEvent, BridgeLink, Mood, OutboxItem, Owed, Participant,
                            Post, SignIn, Wake, WakePost, Webhook)
-from poller.store.core import Store, insert_post
+from poller.store.core import Store, check_new_mood, insert_post, new_mood
 
 REMOVED = "[this post was removed]"
 
@@ -370,15 +370,9 @@ def add_mood_with_room(store: Store, bridge: str, slug: str, title: str, externa
     """A new Mood that is a chat room: both, in one transaction, or neither."""
     from poller import values
 
-    text.check_slug(slug)
-    if len(title) > 200:
-        raise errors.UserError("Mood title too long (the limit is 200 characters)")
+    check_new_mood(slug, title)
     with store.writing() as s:
-        if s.scalar(sa.select(Mood.id).where(Mood.slug == slug)) is not None:
-            raise errors.AlreadyExists(f"Mood {slug!r} already exists")
-        mood = Mood(slug=slug, title=title or slug, archived=False, created_at=now)
-        s.add(mood)
-        s.flush()
+        mood = new_mood(s, slug, title, now)
         link_mood(s, bridge, mood.id, external, now, legacy)
         return values.MoodInfo.from_row(mood)
 

@@ -84,16 +84,9 @@ class Store:
     # -- Moods ---------------------------------------------------------------
 
     def add_mood(self, slug: str, title: str, now: dt.datetime) -> values.MoodInfo:
-        text.check_slug(slug)
-        if len(title) > 200:
-            raise errors.UserError("Mood title too long (the limit is 200 characters)")
+        check_new_mood(slug, title)
         with self.writing() as s:
-            if s.scalar(sa.select(Mood.id).where(Mood.slug == slug)) is not None:
-                raise errors.AlreadyExists(f"Mood {slug!r} already exists")
-            mood = Mood(slug=slug, title=title or slug, archived=False, created_at=now)
-            s.add(mood)
-            s.flush()
-            return values.MoodInfo.from_row(mood)
+            return values.MoodInfo.from_row(new_mood(s, slug, title, now))
 
     def moods(self, include_archived: bool = True) -> list[values.MoodInfo]:
         with self.reading() as s:
@@ -466,6 +459,23 @@ class Store:
     @staticmethod
     def _resolve(s: Session, mood_id, agent_id, now) -> dict[str, settings.Resolved]:
         return resolve_in(s, mood_id, agent_id, now)
+
+
+def check_new_mood(slug: str, title: str) -> None:
+    """A new Mood's slug and title, checked before any transaction."""
+    text.check_slug(slug)
+    if len(title) > 200:
+        raise errors.UserError("Mood title too long (the limit is 200 characters)")
+
+
+def new_mood(s: Session, slug: str, title: str, now: dt.datetime) -> Mood:
+    """Insert a Mood (its slug and title already checked); AlreadyExists if the slug is taken."""
+    if s.scalar(sa.select(Mood.id).where(Mood.slug == slug)) is not None:
+        raise errors.AlreadyExists(f"Mood {slug!r} already exists")
+    mood = Mood(slug=slug, title=title or slug, archived=False, created_at=now)
+    s.add(mood)
+    s.flush()
+    return mood
 
 
 def check_agent(waker: str, command: Optional[str], url: Optional[str],
