@@ -81,6 +81,19 @@ def say(c: Cli, reply, when: str, text: str, agent_says: str) -> None:
     c("tick", "--now", when, "--wait")
 
 
+def invitation_code(message) -> str:
+    """The single-use code in a consent invitation e-mail."""
+    return re.search(r"^    (\S+)\s*$", message.get_content(), re.M).group(1)
+
+
+def consented_and_armed(c, smtp) -> None:
+    """An agreement with carol as its contact: invited, accepted, armed (Monday 10:02)."""
+    setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
+    c("tick", "--now", at(5, 10, 1))  # the invitation goes out
+    c("checkin", "accept", input=invitation_code(smtp.received[0][1]) + "\n")
+    c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
+
+
 def test_the_seeds_monday_example_through_real_turns(cli, tmp_path):
     reply = tmp_path / "reply.txt"
     c = room(cli, tmp_path, reply)
@@ -157,11 +170,7 @@ def test_after_a_night_the_machine_was_off_one_late_wake_and_nobody_is_contacted
     reply = tmp_path / "reply.txt"
     c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
     room(c, tmp_path, reply)
-    setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
-    c("tick", "--now", at(5, 10, 1))  # the invitation goes out
-    code = re.search(r"^    (\S+)\s*$", smtp.received[0][1].get_content(), re.M).group(1)
-    c("checkin", "accept", input=code + "\n")
-    c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
+    consented_and_armed(c, smtp)
     reply.write_text("@ada this was noticed late: you missed your check-ins.")
     c("tick", "--now", at(6, 21, 1), "--wait")  # off from Monday morning to Tuesday 21:01
     (w,) = wakes(c, "checkin-missed")  # one wake, not two
@@ -184,7 +193,7 @@ def test_consent_grace_once_per_streak_and_one_contact_message(cli, tmp_path, sm
     c("tick", "--now", at(5, 10, 1))
     ((to, invite),) = smtp.received
     assert to == ["carol@example.org"] and "ada asks" in invite["Subject"]
-    code = re.search(r"^    (\S+)\s*$", invite.get_content(), re.M).group(1)
+    code = invitation_code(invite)
     assert code not in c("checkin", "status", "--person", "ada", "--json").out
     assert not any(code in body for body in outbox_bodies(c.db_url))  # only its hash is kept
     c("checkin", "accept", input=code + "\n")
@@ -229,11 +238,7 @@ def test_a_contact_block_outside_its_wake_is_refused_and_a_decline_is_recorded(
     reply = tmp_path / "reply.txt"
     c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
     room(c, tmp_path, reply)
-    setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
-    c("tick", "--now", at(5, 10, 1))
-    code = re.search(r"^    (\S+)\s*$", smtp.received[0][1].get_content(), re.M).group(1)
-    c("checkin", "accept", input=code + "\n")
-    c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
+    consented_and_armed(c, smtp)
     reply.write_text("@ada missed.\n```contact\nsubject: hi\n---\nwriting early\n```")
     c("tick", "--now", at(5, 21), "--wait")
     assert any("contact block was refused" in p and "only in the checkin-contact wake" in p
@@ -371,7 +376,7 @@ def test_arming_needs_consent_a_mail_server_no_missed_check_in_and_no_pause(cli,
     setup(plain, "--contact-email", "carol@example.org")
     c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
     c("tick", "--now", at(5, 10, 1))
-    code = re.search(r"^    (\S+)\s*$", smtp.received[0][1].get_content(), re.M).group(1)
+    code = invitation_code(smtp.received[0][1])
     c("checkin", "accept", input=code + "\n")
     arm = ["checkin", "arm", "--person", "ada"]
     assert "no mail server" in plain.fails(*arm, "--now", at(5, 10, 2)).err
@@ -400,11 +405,7 @@ def test_a_contact_message_written_before_the_person_checked_in_is_withdrawn(
     reply = tmp_path / "reply.txt"
     c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
     room(c, tmp_path, reply)
-    setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
-    c("tick", "--now", at(5, 10, 1))
-    code = re.search(r"^    (\S+)\s*$", smtp.received[0][1].get_content(), re.M).group(1)
-    c("checkin", "accept", input=code + "\n")
-    c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
+    consented_and_armed(c, smtp)
     reply.write_text("@ada you missed your check-in.")
     c("tick", "--now", at(5, 21), "--wait")
     reply.write_text("```contact\nsubject: ada\n---\nHello Carol, this is bot.\n```")
@@ -430,7 +431,7 @@ def test_a_poller_killed_while_a_contact_message_waits_sends_it_once_after_resta
     room(c, tmp_path, reply)
     setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
     c("tick", "--now", at(5, 10, 1))
-    code = re.search(r"^    (\S+)\s*$", first.received[0][1].get_content(), re.M).group(1)
+    code = invitation_code(first.received[0][1])
     c("checkin", "accept", input=code + "\n")
     c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
     first.stop()  # the mail server goes away
@@ -474,11 +475,7 @@ def test_a_contact_message_over_the_limit_is_refused_without_using_up_the_attemp
     reply = tmp_path / "reply.txt"
     c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
     room(c, tmp_path, reply)
-    setup(c, "--contact-email", "carol@example.org", "--grace-minutes", "30")
-    c("tick", "--now", at(5, 10, 1))
-    code = re.search(r"^    (\S+)\s*$", smtp.received[0][1].get_content(), re.M).group(1)
-    c("checkin", "accept", input=code + "\n")
-    c("checkin", "arm", "--person", "ada", "--now", at(5, 10, 2))
+    consented_and_armed(c, smtp)
     reply.write_text("@ada you missed your check-in.")
     c("tick", "--now", at(5, 21), "--wait")
     reply.write_text("```contact\nsubject: ada\n---\n" + "x" * 4_000 + "\n```")
