@@ -4,15 +4,14 @@ absence comes back exactly once, and one past due at start-up only after the flo
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import sqlalchemy as sa
 
+from chatserver import ChatServer
 from test_acceptance import start_run, stop, wait_cycles
 from test_away import Room
 from timeline import TimelineCli, at, since_t0
@@ -28,45 +27,21 @@ seed = "A short walk along the creek."
 ACCOUNT = "The creek was high and brown after the rain."
 
 
-class HeldEndpoint:
+class HeldEndpoint(ChatServer):
     """An OpenAI-compatible endpoint on loopback that holds each request until released
     (then answers it, and every later one at once)."""
 
     def __init__(self):
-        self.requests: list[dict] = []
         self.release = threading.Event()
-        endpoint = self
+        super().__init__(self.hold)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                endpoint.requests.append(body)
-                endpoint.release.wait(HANG_GUARD_S)
-                reply = json.dumps({"choices": [{"message": {"content": ACCOUNT}}]}).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(reply)))
-                    self.end_headers()
-                    self.wfile.write(reply)
-                except (BrokenPipeError, ConnectionResetError):  # its poller was killed
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+    def hold(self, body: dict) -> tuple[int, str]:
+        self.release.wait(HANG_GUARD_S)
+        return 200, ACCOUNT
 
     def close(self):
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
 
 @pytest.fixture

@@ -5,77 +5,55 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from agents import agent_command, wakes_seen
+from chatserver import ChatServer
 from poller import screen
 from timeline import TimelineCli, at
 
 SECRET = "sk-screen-secret-123"
 
 
-class Screen:
-    """An OpenAI-compatible endpoint: "no" unless the posts ask a question; or it fails."""
+class Screen(ChatServer):
+    """A screen on loopback: "no" unless the posts ask a question; or it fails (*mode*)."""
 
     def __init__(self):
-        self.mode, self.requests = "judge", []
-        outer = self
+        self.mode = "judge"
+        super().__init__(self.judge)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"auth": self.headers.get("Authorization"), "body": body})
-                if outer.mode == "fail":
-                    self.send_response(500)
-                    self.end_headers()
-                    return
-                if outer.mode == "hang":
-                    time.sleep(3)
-                talk = body["messages"][1]["content"]
-                answer = ("yes: someone asks a question" if "?" in talk
-                          else "no: people are chatting among themselves")
-                if outer.mode == "babble":
-                    answer = "Well, it depends on many things."
-                reply = json.dumps({"choices": [{"message": {"content": answer}}],
-                                    "usage": {"prompt_tokens": 90, "completion_tokens": 8}})
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                try:
-                    self.wfile.write(reply.encode())
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+    def judge(self, body: dict) -> tuple[int, str]:
+        if self.mode == "fail":
+            return 500, ""
+        if self.mode == "hang":
+            time.sleep(3)
+        if self.mode == "babble":
+            return 200, "Well, it depends on many things."
+        talk = body["messages"][1]["content"]
+        return 200, ("yes: someone asks a question" if "?" in talk
+                     else "no: people are chatting among themselves")
 
 
 @pytest.fixture
 def endpoint():
     ep = Screen()
     yield ep
-    ep.server.shutdown()
-    ep.server.server_close()
+    ep.close()
 
 
 @pytest.fixture
 def room(any_cli, tmp_path, endpoint, monkeypatch):
+    monkeypatch.setenv("MOOD_POLLER_SCREEN_API_KEY", SECRET)
+    return screened_room(any_cli, tmp_path, endpoint)
+
+
+def screened_room(any_cli, tmp_path, endpoint, min_wake_tokens: int = 0) -> TimelineCli:
+    """The lobby, ada, and an agent that replies, behind the screen; the first cycle run."""
     config = tmp_path / "config.toml"
     config.write_text(f'[screen]\nurl = "{endpoint.url}"\nmodel = "tiny"\ntimeout = 1.0\n'
-                      f'min_wake_tokens = {getattr(any_cli, "min_wake_tokens", 0)}\n')
-    monkeypatch.setenv("MOOD_POLLER_SCREEN_API_KEY", SECRET)
+                      f'min_wake_tokens = {min_wake_tokens}\n')
     c = TimelineCli(any_cli.db_url, config=str(config))
     c("mood", "add", "lobby")
     c("person", "add", "ada", "--trust", "full")
@@ -183,10 +161,8 @@ def test_considers_the_screen_turns_away_calm_the_mood_like_silent_turns(room, e
     assert len(endpoint.requests) == 3
 
 
-def test_a_wake_smaller_than_min_wake_tokens_is_not_worth_screening(any_cli, tmp_path, endpoint,
-                                                                     monkeypatch):
-    any_cli.min_wake_tokens = 100_000  # bigger than any wake here
-    c = room.__wrapped__(any_cli, tmp_path, endpoint, monkeypatch)
+def test_a_wake_smaller_than_min_wake_tokens_is_not_worth_screening(any_cli, tmp_path, endpoint):
+    c = screened_room(any_cli, tmp_path, endpoint, min_wake_tokens=100_000)  # > any wake here
     c("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
     assert [w["kind"] for w in tick(c, 20)["wakes"]] == ["consider"]
     assert endpoint.requests == []
