@@ -14,7 +14,7 @@ from typing import Optional
 
 from poller import recover
 from poller.kinds import ParticipantKind, Trust
-from poller.store import cycle
+from poller.store import cycle, turns
 
 COMMAND = re.compile(r"^\s*@([\w.-]+)[\s,:]+(stop|resume)\s*[.!]?\s*$", re.IGNORECASE)
 
@@ -36,7 +36,7 @@ def carry_out(ctx, s, r, addressed: set[int], listeners: dict, now: dt.datetime)
     target = next((a for a in addressed if ctx.agents[a].handle.lower() == handle), None)
     if target is None:
         return set()
-    agent, who = ctx.agents[target].handle, cycle.handle(s, r.sender_id)
+    agent, who = ctx.agents[target].handle, turns.handle_of(s, r.sender_id)
     l = listeners[(target, r.mood_id)]
     if r.sender_trust != Trust.FULL:
         note = (f"@{who}: only a person with trust full can {verb} @{agent} here "

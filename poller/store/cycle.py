@@ -150,10 +150,6 @@ def post_text(s: Session, post_id: int) -> str:
     return s.scalar(sa.select(Post.text).where(Post.id == post_id)) or ""
 
 
-def handle(s: Session, participant_id: int) -> str:
-    return s.scalar(sa.select(Participant.handle).where(Participant.id == participant_id)) or "?"
-
-
 def turns_here(s: Session, agent_id: int, mood_id: int) -> list[Wake]:
     """The agent's turns pending or running in the Mood, locked."""
     return list(s.scalars(for_update(s, sa.select(Wake).where(
