@@ -184,7 +184,7 @@ class ListLauncher:
 
 def settle(store: Store, wake_ids: Iterable[int], now: dt.datetime, reply: str = "<silent/>") -> None:
     """Run each turn as an agent answering *reply* at once: claimed, then settled."""
-    from poller import wakers
+    from poller.turns import wakers
     from poller.store import turns
 
     for wake_id in wake_ids:

@@ -6,7 +6,7 @@ in production).  Each run posts one mention of a different agent (so every
 wake reads the Mood's full recent history: none of them has spoken there) and
 runs one real, committing cycle (``Poller.tick``) with ``listening =
 mentions``.  Inside that cycle the bench times only the three steps that
-turn a decided wake into a recorded one, through ``poller.draft``:
+turn a decided wake into a recorded one, through ``poller.cycle.draft``:
 
 - **gather**: the database reads of what the wake says (the newest
   ``gather.HISTORY_POSTS`` posts and the count of older ones, the optional
@@ -42,7 +42,8 @@ import _common
 import jinja2  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
-from poller import draft, loop, tokens  # noqa: E402
+from poller.cycle import draft, loop  # noqa: E402
+from poller import tokens
 from poller.store import gather  # noqa: E402
 from poller.models import Wake  # noqa: E402
 
@@ -228,7 +229,7 @@ def report(cold, samples, store) -> None:
 
 def fill(store, cfg, slug, agents) -> None:
     """Catch-up use at larger budgets, through the same path (compose's own figures)."""
-    from poller import compose as compose_mod
+    from poller.wake import compose as compose_mod
 
     seen = {}
     original = compose_mod.compose

@@ -30,7 +30,7 @@ import statistics
 import _common
 from _common import T0
 
-from poller import loop  # noqa: E402
+from poller.cycle import loop  # noqa: E402
 
 SIZES = ((10, 2), (1_000, 2), (10_000, 2), (10, 20), (1_000, 20), (10_000, 20), (1_000, 200))
 QUICK_SIZES = ((10, 2), (100, 2), (1_000, 2), (10, 20), (1_000, 20))

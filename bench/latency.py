@@ -103,9 +103,9 @@ def main() -> None:
         poller_cpu = lambda: cpu_of(proc.pid)  # noqa: E731
         alive = lambda: proc.poll() is None  # noqa: E731
     else:
-        from poller import nudge
+        from poller.store import bell
         from poller.clock import SYSTEM
-        from poller.loop import Poller
+        from poller.cycle.loop import Poller
 
         _common.quiet_logs()
         poller = Poller(store, cfg)  # launch = auto: turns run in threads of this process
@@ -143,7 +143,7 @@ def main() -> None:
                 proc.kill()
         else:
             stop.set()
-            nudge.BELL.ring()
+            bell.BELL.ring()
             thread.join(30)
     done = list(replies(store, posted).values())
     target = TARGETS[args.mode]

@@ -19,7 +19,8 @@ import datetime as dt
 import _common
 from _common import T0
 
-from poller import agreements, alarms, loop  # noqa: E402
+from poller.schedules import agreements, alarms  # noqa: E402
+from poller.cycle import loop
 
 AGENTS, MOODS, ALARMS, AGREEMENTS = 100, 100, 10_000, 1_000
 TICKS = 40

@@ -32,7 +32,8 @@ from _common import T0
 
 import sqlalchemy as sa  # noqa: E402
 
-from poller import loop, models  # noqa: E402
+from poller.cycle import loop  # noqa: E402
+from poller import models
 
 POSTS = 50_000
 SLICE = 2_500

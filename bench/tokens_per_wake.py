@@ -56,7 +56,10 @@ import _common
 import sqlalchemy as sa  # noqa: E402
 
 from poller.config import ScreenConfig  # noqa: E402
-from poller import draft, law, lines as wake_lines, loop, wakers  # noqa: E402
+from poller.cycle import draft, loop  # noqa: E402
+from poller import law
+from poller.wake import lines as wake_lines
+from poller.turns import wakers
 from poller.kinds import WakeKind  # noqa: E402
 from poller.store import cycle, facts, turns  # noqa: E402
 from poller.models import Decision, Participant, Wake, WakePost  # noqa: E402

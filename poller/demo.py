@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from poller import config as config_mod, launch, loop, observe, tokens
+from poller import config as config_mod, observe, tokens
+from poller.turns import launch
+from poller.cycle import loop
 from poller.store import db
 from poller.store import Store
 

@@ -21,8 +21,8 @@ class WakeKind(StrEnum):
     COMMAND = "command"  # a person's slash command (/compact...) run in a Claude Code session
     RETURN = "return"  # back from an activity: the pings missed while out
     NUDGE = "nudge"  # the Mood it last spoke in has been quiet: an activity is on offer
-    # Scheduled: due at a time, not by what was said (poller.scheduled decides them,
-    # never the listeners' loop in poller.evaluate).
+    # Scheduled: due at a time, not by what was said (poller.schedules.scheduled decides them,
+    # never the listeners' loop in poller.cycle.evaluate).
     ALARM = "alarm"  # someone asked for a wake at a time
     CHECKIN_MISSED = "checkin-missed"  # a person missed a check-in they promised
     CHECKIN_CONTACT = "checkin-contact"  # grace ran out: the agent may write once to the contact
@@ -30,7 +30,7 @@ class WakeKind(StrEnum):
 
 # kinds that pierce an absence
 SCHEDULED = (WakeKind.ALARM, WakeKind.CHECKIN_MISSED, WakeKind.CHECKIN_CONTACT)
-# the kinds the listeners' loop weighs (poller.evaluate, poller.store.cycle), in order
+# the kinds the listeners' loop weighs (poller.cycle.evaluate, poller.store.cycle), in order
 LISTENED = tuple(k for k in WakeKind if k not in SCHEDULED)
 
 

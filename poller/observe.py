@@ -10,7 +10,7 @@ import datetime as dt
 from typing import Optional
 
 from poller import away as away_rules, errors, law, settings
-from poller.recover import stop_turn
+from poller.cycle.recover import stop_turn
 from poller.store import Store, away as absences, cycle, ops
 from poller.store.core import resolve_in
 from poller.text import iso
@@ -209,7 +209,7 @@ def status(store: Store, now: dt.datetime) -> dict:
 
 def _scheduled(s) -> list[dict]:
     """The next alarms and check-in deadlines (or grace ends), soonest first."""
-    from poller import timing
+    from poller.schedules import timing
     from poller.store import schedules
 
     found = schedules.upcoming(s)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from poller import draft as drafts, errors
-from poller.context import Planned
+from poller.cycle import draft as drafts
+from poller import errors
+from poller.cycle.context import Planned
 from poller.kinds import WakeKind
-from poller.loop import Poller
+from poller.cycle.loop import Poller
 from poller.store import cycle
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from poller import wakers
+from poller.turns import wakers
 from test_wakers_fakes import HttpAgent, agent_wakes, reply_agent, set_reply
 from waiting import wait_for
 

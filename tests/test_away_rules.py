@@ -7,7 +7,9 @@ import datetime as dt
 
 import pytest
 
-from poller import away, catalog, compose, law, settings, tokens
+from poller import away, law, settings, tokens
+from poller.away import catalog
+from poller.wake import compose
 from poller.config import WakeConfig
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from poller import blocks
+from poller.turns import blocks
 
 HANDOFF = """Done here.
 

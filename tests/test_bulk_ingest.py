@@ -61,7 +61,7 @@ def test_a_batch_records_what_one_post_at_a_time_records(any_cli):
 
     import sqlalchemy as sa
 
-    from poller import nudge
+    from poller.store import bell
     from poller.models import Mention, Post
     from poller.store import Store, db
 
@@ -72,9 +72,9 @@ def test_a_batch_records_what_one_post_at_a_time_records(any_cli):
     at = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc)
     store = Store(db.make_engine(any_cli.db_url))
     one_by_one = [store.add_post("lobby", who, body, at).id for who, body in texts]
-    nudge.BELL.sleep(0)
+    bell.BELL.sleep(0)
     batched = store.add_posts([("attic", who, body, at) for who, body in texts])
-    assert nudge.BELL.sleep(0) is True  # the batch's commit rang the loop
+    assert bell.BELL.sleep(0) is True  # the batch's commit rang the loop
     assert batched == sorted(batched) and batched[0] > one_by_one[-1]
 
     def shape(ids):

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poller import catchup, lines, tokens
-from poller.lines import WakePost
+from poller.wake import catchup, lines
+from poller import tokens
+from poller.wake.lines import WakePost
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=timezone.utc)
 COUNTER = tokens.counter()

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poller import compose, summarize, tokens
+from poller.wake import compose, summarize
+from poller import tokens
 from poller.config import WakeConfig
 from wiki_rules.fallback import DialWords
 

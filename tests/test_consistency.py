@@ -123,8 +123,8 @@ def test_json_is_printed_whenever_asked_for(cli):
 
 
 def test_tick_json_when_another_poller_holds_the_lock(cli, monkeypatch):
-    from poller.context import TickReport
-    from poller import loop
+    from poller.cycle.context import TickReport
+    from poller.cycle import loop
 
     def busy(self, now, *, dry_run=False):
         return TickReport(started=False, holder="elsewhere until later")

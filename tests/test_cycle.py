@@ -15,7 +15,9 @@ import sqlalchemy as sa
 from agents import agent_command, wakes_seen
 from conftest import Cli
 from mediawiki import MediaWiki, mediawiki, running_wiki  # noqa: F401
-from poller import config as config_mod, draft, launch, loop, models, tokens
+from poller import config as config_mod, models, tokens
+from poller.cycle import draft, loop
+from poller.turns import launch
 from poller.store import db
 from poller.store import Store
 

@@ -7,7 +7,8 @@ import datetime as dt
 import json
 
 from agents import agent_command, open_gate
-from poller import draft, evaluate, runner
+from poller.cycle import draft, evaluate
+from poller.turns import runner
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -33,7 +34,7 @@ def lobby(cli, command, *moods):
 
 
 def test_a_turn_whose_thread_died_is_closed_by_the_next_cycle(cli, tmp_path, monkeypatch):
-    from poller import recover
+    from poller.cycle import recover
 
     # This process stands for `mood-poller run`: its command line matches a runner's.
     monkeypatch.setattr(recover, "RUNNER_MARKERS", ("python",))

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import Cli
-from poller import config, runner
+from poller import config
+from poller.turns import runner
 
 NOW = "2026-04-01T10:00:00Z"
 

@@ -18,7 +18,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 def test_the_project_has_no_import_cycles():
     result = run()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "poller.compose -> " in result.stdout
+    assert "poller.wake.compose -> " in result.stdout
     assert "no import cycles" in result.stdout
 
 

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import Cli
-from poller import compose, lines, summarize, tokens
+from poller.wake import compose, lines, summarize
+from poller import tokens
 from poller.config import WakeConfig
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)

@@ -20,7 +20,9 @@ import json
 
 import pytest
 
-from poller import law, settings, slash, wakers
+from poller import law, settings
+from poller.control import slash
+from poller.turns import wakers
 from poller.kinds import WakeKind
 from poller.models import Turn, Wake
 from test_turns import post, posts, rows, tick, wakes

@@ -557,7 +557,8 @@ def test_agents_see_only_an_allowlisted_environment(cli, tmp_path, monkeypatch):
 
 
 def test_a_wake_a_dead_poller_elsewhere_never_started_is_started_here(world, tmp_path, monkeypatch):
-    from poller import launch, procs
+    from poller.turns import launch
+    from poller import procs
 
     p = post(world, 1, "ada", "@bot hello?")
     real = procs.HOST

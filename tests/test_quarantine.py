@@ -12,7 +12,7 @@ import sys
 import sqlalchemy as sa
 
 from agents import agent_command
-from poller import evaluate
+from poller.cycle import evaluate
 from waiting import wait_for
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)

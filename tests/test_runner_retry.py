@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy.exc
 
-from poller import runner, wakers
+from poller.turns import runner, wakers
 
 
 def test_settle_retries_a_lost_race_then_records(monkeypatch):

@@ -29,7 +29,8 @@ import pytest
 from agents import agent_command
 import users
 from conftest import REPO, Cli, unavailable
-from poller import secure, wakers
+from poller import secure
+from poller.turns import wakers
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 SECRETS = {

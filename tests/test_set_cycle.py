@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from poller import config as config_mod, evaluate, loop, models, tokens, wakers
+from poller import config as config_mod, models, tokens
+from poller.cycle import evaluate, loop
+from poller.turns import wakers
 from poller.store import Store, db, facts, turns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -110,7 +112,7 @@ def run_mixed(store: Store, batch: int, monkeypatch) -> tuple[dict, list]:
     for k, now in enumerate((t(4), t(20), t(40), t(4000))):
         launcher.started.clear()
         report = poller.tick(now)
-        # The batch's fingerprint of each wake (poller.evaluate) is the one read back when
+        # The batch's fingerprint of each wake (poller.cycle.evaluate) is the one read back when
         # it is recorded (cycle.fingerprint): none is dropped as changed meanwhile.
         assert report.abandoned == 0 and report.quarantined == 0
         reports.append(sorted(report.decisions))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from poller import settle
+from poller.turns import settle
 from poller.text import MAX_POST_CHARS
 
 

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from agents import agent_command, open_gate, wakes_seen
-from poller import commands, law, settings
+from poller.control import commands
+from poller import law, settings
 from timeline import TimelineCli, at
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)

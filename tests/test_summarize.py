@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from poller import compose, summarize, tokens
+from poller.wake import compose, summarize
+from poller import tokens
 from poller.config import SummarizerConfig, WakeConfig
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=timezone.utc)
@@ -155,7 +156,7 @@ def test_extractive_is_deterministic_within_budget_and_names_people():
     assert text.startswith("42 earlier posts not shown word for word (by ")
     assert "alice ×20" in text and "bob ×20" in text and "2 even older" in text
     assert "Point 40 is settled." in text and "should not appear" not in text
-    from poller import lines
+    from poller.wake import lines
     assert COUNTER.count(lines.quote(text)) <= 120
 
 

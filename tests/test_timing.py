@@ -1,4 +1,4 @@
-"""Times in real zones (poller.timing) and the check-in rules (poller.checkins), pure."""
+"""Times in real zones (poller.schedules.timing) and the check-in rules (poller.schedules.checkins), pure."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from poller import checkins, errors, timing
+from poller.schedules import checkins, timing
+from poller import errors
 
 UTC = dt.timezone.utc
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from poller import wakers
+from poller.turns import wakers
 from test_wakers_fakes import HttpAgent, claude_calls, free_port, set_claude, write_claude
 
 

@@ -30,7 +30,7 @@ def init(app: App, answer_from_now: bool, as_json: bool) -> None:
     where = db.safe_url(app.config.db_url)
     started = None
     if answer_from_now:
-        from poller import loop
+        from poller.cycle import loop
 
         started = loop.Poller(app.store, app.config).start_listening(app.now())
     if as_json:

@@ -6,13 +6,14 @@ import signal
 
 import click
 
-from poller import errors, nudge, secure
+from poller import errors, secure
+from poller.store import bell
 from poller.cli import App, common, pass_app
 from poller.kinds import ANSWERED, WakeKind, WakeStatus, names
 
 
 def _poller(app: App, detach: bool, only: str | None = None, without: str | None = None):
-    from poller import loop
+    from poller.cycle import loop
     from poller.scope import Scope
     from wiki_rules.source import DialSource
 
@@ -135,7 +136,7 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool, only: s
     if interval <= 0:
         raise errors.UserError("--interval must be positive")
     poller = _poller(app, detach=False, only=only, without=without)
-    stop = nudge.Stop()  # set from the signal handler: no lock may be taken there
+    stop = bell.Stop()  # set from the signal handler: no lock may be taken there
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     import logging

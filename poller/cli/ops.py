@@ -230,7 +230,7 @@ def reach_mail(cfg: config_mod.Config) -> Reached:
         return Reached("mail", "skipped", "no mail server configured (mail.host is empty)")
     import smtplib
 
-    from poller import mail
+    from poller.schedules import mail
 
     where = f"{cfg.mail.host}:{cfg.mail.port}"
     try:

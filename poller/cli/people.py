@@ -245,7 +245,7 @@ def activities_file(path: str) -> str:
     an invalid catalog is refused naming its key and line; a missing one is noted."""
     import os
 
-    from poller import catalog
+    from poller.away import catalog
 
     full = os.path.abspath(os.path.expanduser(path))
     try:
@@ -338,7 +338,7 @@ def parse_headers(items, allow_literal_secret: bool = False,
     return out
 
 
-ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # as poller.wakers expands them
+ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # as poller.turns.wakers expands them
 SCHEME_TOKEN = re.compile(r"(?i)\b(bearer|basic|token|apikey)\s+(\S+)")
 KEY_PREFIXES = re.compile(r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_-]{8,}|sk_(live|test)_[A-Za-z0-9]{8,}"
                           r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
@@ -503,7 +503,7 @@ def agent_remove(app: App, handle: str, force: bool, as_json: bool) -> None:
     Its posts, wakes and decisions are kept.  Refused while a turn of it is
     pending or running, unless --force.
     """
-    from poller.recover import end_turn
+    from poller.cycle.recover import end_turn
 
     store, now = app.store, app.now()
 

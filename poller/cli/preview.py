@@ -29,7 +29,7 @@ KINDS = [k.value for k in LISTENED
 def preview(app: App, slug: str | None, handle: str | None, kind: str | None, full: bool,
             frames: bool, as_json: bool) -> None:
     """Print the wake KIND would send now, from the Mood's real posts."""
-    from poller import compose
+    from poller.wake import compose
 
     if frames:
         text = compose.render_frames(app.config.wake)
@@ -41,7 +41,8 @@ def preview(app: App, slug: str | None, handle: str | None, kind: str | None, fu
     missing = [o for o, v in (("--mood", slug), ("--agent", handle), ("--kind", kind)) if not v]
     if missing:
         raise click.UsageError(f"preview needs {', '.join(missing)} (or --frames)")
-    from poller import loop, preview as preview_mod
+    from poller.cycle import loop
+    from poller import preview as preview_mod
     from wiki_rules.source import DialSource
 
     at = app.now()

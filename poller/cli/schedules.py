@@ -43,7 +43,8 @@ def alarm() -> None:
 def alarm_add(app: App, agent: str, mood: str, at: str | None, daily: str | None,
               cron: str | None, tz: str, note: str, cutoff: int, by: str, as_json: bool) -> None:
     """Add an alarm; warns when a time falls in a daylight-saving gap or repeats."""
-    from poller import alarms, errors
+    from poller.schedules import alarms
+    from poller import errors
 
     given = [(k, v) for k, v in (("at", at), ("daily", daily), ("cron", cron)) if v is not None]
     if len(given) != 1:
@@ -68,7 +69,7 @@ def alarm_add(app: App, agent: str, mood: str, at: str | None, daily: str | None
 def alarm_list(app: App, agent: str | None, mood: str | None, include_removed: bool,
                as_json: bool) -> None:
     """List alarms and when each is next due."""
-    from poller import alarms
+    from poller.schedules import alarms
 
     found = alarms.listing(app.store, agent, mood, include_removed)
     if as_json:
@@ -86,7 +87,7 @@ def alarm_list(app: App, agent: str | None, mood: str | None, include_removed: b
 @pass_app
 def alarm_remove(app: App, alarm_id: int, as_json: bool) -> None:
     """Remove the alarm ALARM_ID: it fires no more."""
-    from poller import alarms
+    from poller.schedules import alarms
 
     view = alarms.remove(app.store, alarm_id, app.now())
     if as_json:
@@ -148,7 +149,8 @@ def checkin_setup(app: App, person: str, agent: str, mood: str, once: str | None
                   daily: str | None, tz: str, grace: int, cutoff: int,
                   contact_email: str | None, as_json: bool) -> None:
     """Set up PERSON's agreement (replacing theirs); the contact stage is off until armed."""
-    from poller import agreements, errors
+    from poller.schedules import agreements
+    from poller import errors
 
     if (once is None) == (daily is None):
         raise errors.UserError("give exactly one of --once or --daily")
@@ -165,7 +167,7 @@ def _control(action: str, doc: str):
     @common.now_option
     @pass_app
     def command(app: App, person: str, as_json: bool) -> None:
-        from poller import agreements
+        from poller.schedules import agreements
 
         ready = bool(app.config.mail.host)
         _show(agreements.control(app.store, person, action, app.now(), mail_ready=ready), as_json)
@@ -192,7 +194,7 @@ for _action, _doc in (
 @pass_app
 def checkin_status(app: App, person: str, as_json: bool) -> None:
     """Show PERSON's agreement: next deadline, what is missed, the contact stage."""
-    from poller import agreements
+    from poller.schedules import agreements
 
     _show(agreements.status(app.store, person, app.now()), as_json)
 
@@ -207,7 +209,7 @@ def checkin_status(app: App, person: str, as_json: bool) -> None:
 @pass_app
 def checkin_done(app: App, person: str, for_: str, as_json: bool) -> None:
     """A dated check-in: answers the deadline named and closes any missed before it."""
-    from poller import agreements
+    from poller.schedules import agreements
 
     view = agreements.done(app.store, person, for_, app.now())
     head = (f"checked in for {view['answered']}" if view["answered"]
@@ -224,7 +226,8 @@ def checkin_accept(app: App, as_json: bool) -> None:
     (never from the command line)."""
     import sys
 
-    from poller import agreements, errors
+    from poller.schedules import agreements
+    from poller import errors
 
     try:
         code = sys.stdin.buffer.readline().decode("utf-8").strip()

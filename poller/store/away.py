@@ -19,7 +19,8 @@ from typing import Iterable, Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import away as away_rules, catalog as catalogs
+from poller import away as away_rules
+from poller.away import catalog as catalogs
 from poller.kinds import AbsenceStatus, ParticipantKind, PingKind, PostKind, Trust, WakeKind
 from poller.models import (Activity, ActivityPing, CatchUpMark, Mention, Mood, Owed,
                            Participant, Post, Wake, WakePost)

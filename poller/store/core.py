@@ -20,7 +20,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
-from poller import errors, nudge, settings, text, tokens, values
+from poller import errors, settings, text, tokens, values
+from poller.store import bell
 from poller.models import (Activity, Agent, Listener, Mention, Mood, Owed, Participant, Post,
                            Setting, SignIn, Wake)
 
@@ -652,11 +653,11 @@ def touch_cursor_tables(session: Session) -> None:
     # Taken again at every flush: a savepoint rolled back may have released it.
     session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": CURSOR_TABLES_LOCK})
     if first:  # delivered to the LISTENing loops when (and only if) this commits
-        session.execute(sa.text(f"NOTIFY {nudge.CHANNEL}"))
+        session.execute(sa.text(f"NOTIFY {bell.CHANNEL}"))
 
 
 # A commit that added posts, sign-ins or settings wakes the loops at once (see
-# poller.nudge); a rolled-back one wakes nobody.
+# poller.store.bell); a rolled-back one wakes nobody.
 NUDGE = "mood_poller_nudge"
 
 
@@ -664,7 +665,7 @@ NUDGE = "mood_poller_nudge"
 def _nudge_loops(session: Session) -> None:
     if session.info.pop(NUDGE, False):
         url = session.get_bind().url
-        nudge.committed(url.database if url.get_backend_name() == "sqlite" else None)
+        bell.committed(url.database if url.get_backend_name() == "sqlite" else None)
 
 
 @event.listens_for(Session, "after_rollback")

@@ -649,7 +649,7 @@ def fingerprint(s: Session, l: Listener, now: dt.datetime) -> tuple:
 
     Taken when a wake is decided and again when it is recorded; if they
     differ, something moved in between (a turn settled, another poller woke
-    the agent) and the decision is made afresh.  (:func:`poller.evaluate.fingerprint`
+    the agent) and the decision is made afresh.  (:func:`poller.cycle.evaluate.fingerprint`
     takes it from a batch's facts; the two must agree.)
     """
     conn = s.connection()

@@ -20,7 +20,8 @@ from typing import Optional, Sequence
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import compose, settings
+from poller.wake import compose
+from poller import settings
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
 from poller.store import away as absences, cycle
 from poller.models import (AgentSession, Handoff, Mention, Mood, Participant, Post, Refusal,

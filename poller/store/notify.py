@@ -1,4 +1,4 @@
-"""PostgreSQL's side of waking the loop: a connection that LISTENs (see poller.nudge)."""
+"""PostgreSQL's side of waking the loop: a connection that LISTENs (see poller.store.bell)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,10 @@ from typing import Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import blocks, catalog as catalogs, errors, law, settings, settle, slash
+from poller.turns import blocks, settle
+from poller.away import catalog as catalogs
+from poller import errors, law, settings
+from poller.control import slash
 from poller.kinds import OutboxEvent, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
                            Refusal, Setting, Turn, Wake, WakePost)
@@ -195,7 +198,7 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
                    prices: Optional[Prices] = None) -> str:
     """Record how the turn ended; returns the wake's final status.
 
-    *outcome* is a :class:`poller.wakers.Outcome`: a status, the reply, an
+    *outcome* is a :class:`poller.turns.wakers.Outcome`: a status, the reply, an
     error (kept on the wake) and its public reason (posted in the Mood), the
     agent's session and the turn's cost.  An outcome with no public reason
     is announced by its status alone.  A turn that reports no cost is priced
@@ -322,7 +325,7 @@ def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.date
 
 def apply_blocks(s: Session, counter, w: Wake, parsed: blocks.Parsed, now: dt.datetime) -> None:
     """Apply the reply's valid blocks; record and announce the refused ones."""
-    from poller import agreements
+    from poller.schedules import agreements
 
     refused = list(parsed.refused)
     refused += agreements.after_reply(s, counter, w, parsed, w.status == WakeStatus.REPLIED, now)

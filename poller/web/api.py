@@ -221,13 +221,13 @@ def lift_scram(c: Call):
 
 
 def list_alarms(c: Call):
-    from poller import alarms
+    from poller.schedules import alarms
 
     return alarms.listing(c.store, c.query.get("agent"), c.query.get("mood"))
 
 
 def add_alarm(c: Call):
-    from poller import alarms
+    from poller.schedules import alarms
 
     given = [k for k in ("at", "daily", "cron") if k in c.body]
     if len(given) != 1:
@@ -243,7 +243,7 @@ def add_alarm(c: Call):
 
 
 def remove_alarm(c: Call):
-    from poller import alarms
+    from poller.schedules import alarms
 
     alarm_id = c.path["alarm_id"]
     if not alarm_id.isdigit():
@@ -252,20 +252,20 @@ def remove_alarm(c: Call):
 
 
 def my_checkin(c: Call):
-    from poller import agreements
+    from poller.schedules import agreements
 
     return agreements.status(c.store, c.who.handle, c.now)
 
 
 def checkin_done(c: Call):
     """The "I'm here" button: a dated check-in for the deadline the person names."""
-    from poller import agreements
+    from poller.schedules import agreements
 
     return agreements.done(c.store, c.who.handle, _text(c.body, "for"), c.now)
 
 
 def checkin_accept(c: Call):
-    from poller import agreements
+    from poller.schedules import agreements
 
     view = agreements.accept(c.store, _text(c.body, "code"), c.now)
     return {"person": view["person"], "consented": True}

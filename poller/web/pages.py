@@ -164,7 +164,8 @@ def moods_page(request, door, who, form) -> Response:
 def checkin_card(door, who) -> Optional[dict]:
     """The person's check-in agreement as the card shows it, with the one deadline its
     I'm here button names: the newest missed one, else the next.  None without one."""
-    from poller import agreements, errors
+    from poller.schedules import agreements
+    from poller import errors
 
     try:
         view = agreements.status(door.store, who.handle, door.clock())
@@ -177,7 +178,7 @@ def checkin_card(door, who) -> Optional[dict]:
 
 def checkin_form(request, door, who, form) -> Response:
     """I'm here: a dated check-in for exactly the deadline the button named."""
-    from poller import agreements
+    from poller.schedules import agreements
 
     named = str(form.get("for") or "")
     agreements.done(door.store, who.handle, named, door.clock())

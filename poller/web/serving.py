@@ -10,7 +10,7 @@ import threading
 
 import uvicorn
 
-from poller import loop
+from poller.cycle import loop
 from poller.web.app import Options, create_app
 
 
@@ -78,7 +78,8 @@ def run(store, config, clock, *, host: str, port: int, with_poller: bool, interv
 
     Raises UserError when HOST:PORT cannot be listened on (in use, not this machine's).
     """
-    from poller import errors, nudge
+    from poller import errors
+    from poller.store import bell
     from wiki_rules.source import DialSource
 
     dials = DialSource.from_config(config, store.engine)
@@ -98,6 +99,6 @@ def run(store, config, clock, *, host: str, port: int, with_poller: bool, interv
         server.run(sockets=[sock])  # returns on SIGTERM/SIGINT, once requests are done
     finally:
         stop.set()
-        nudge.BELL.ring()  # the poller may be asleep between cycles
+        bell.BELL.ring()  # the poller may be asleep between cycles
         if thread is not None:
             thread.join()  # the poller's own shutdown: grace for running turns

@@ -12,7 +12,7 @@ import datetime as dt
 import re
 from typing import Optional
 
-from poller import recover
+from poller.cycle import recover
 from poller.kinds import ParticipantKind, Trust
 from poller.store import cycle, turns
 

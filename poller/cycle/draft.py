@@ -19,8 +19,11 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from poller import catalog as catalogs, compose, law, slash
-from poller.context import Context, Planned, TickReport, log_decision
+from poller.away import catalog as catalogs
+from poller.wake import compose
+from poller import law
+from poller.control import slash
+from poller.cycle.context import Context, Planned, TickReport, log_decision
 from poller.kinds import SCHEDULED, ParticipantKind, Tools, Trust, WakeKind
 from poller.models import Listener
 from poller.store import away as absences, cycle, gather as reads

@@ -1,8 +1,8 @@
 """Check-in agreements: setting one up, the person's controls, and what replies do to one.
 
 A person promises to check in by a time; their agent in a Mood watches the
-promise (the rules are :mod:`poller.checkins`, the wakes
-:mod:`poller.scheduled`).  This module is the verbs: ``setup`` (which replaces
+promise (the rules are :mod:`poller.schedules.checkins`, the wakes
+:mod:`poller.schedules.scheduled`).  This module is the verbs: ``setup`` (which replaces
 the person's agreement and sends the contact one invitation with a
 single-use code), ``status``, ``pause``/``resume``/``cancel``, ``arm``/
 ``disarm`` (the contact stage is off until armed), ``done`` (a dated
@@ -23,7 +23,9 @@ import secrets
 from email.utils import make_msgid
 from typing import Optional
 
-from poller import alarms, blocks, checkins, errors, text, timing
+from poller.schedules import alarms, checkins, timing
+from poller.turns import blocks
+from poller import errors, text
 from poller.kinds import AgreementStatus, ContactState, WakeKind
 from poller.store import schedules as rows
 

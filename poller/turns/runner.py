@@ -1,4 +1,4 @@
-"""Runs one turn: ``python -m poller.runner WAKE_ID``, or :func:`run_turn` in process.
+"""Runs one turn: ``python -m poller.turns.runner WAKE_ID``, or :func:`run_turn` in process.
 
 The poller records a wake, then starts its turn (:mod:`poller.launch`).  The
 turn claims the wake (pending -> running, recording its pid), hands the wake
@@ -25,7 +25,8 @@ import threading
 import time
 from typing import Callable, Optional
 
-from poller import config as config_mod, errors, logs, procs, secure, settings, tokens, wakers
+from poller import config as config_mod, errors, logs, procs, secure, settings, tokens
+from poller.turns import wakers
 from poller.store import db
 from poller.clock import Clock
 from poller.kinds import ANSWERED, WakeKind, Waker
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     secure.undumpable()  # the agent may not read this process's environment or memory
     procs.become_subreaper()  # a daemon the agent starts is re-parented here, not to init
     if len(argv) != 1 or not argv[0].isdigit():
-        print("usage: python -m poller.runner WAKE_ID", file=sys.stderr)
+        print("usage: python -m poller.turns.runner WAKE_ID", file=sys.stderr)
         return 2
     logs.setup_from_env()
     cancel = threading.Event()

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from poller import settle
+from poller.turns import settle
 from poller.kinds import WakeKind
 from poller.secure import mask_text
 

@@ -1,6 +1,6 @@
 """Scheduled wakes in the cycle: alarms, missed check-ins and the contact stage.
 
-The listeners' loop (:mod:`poller.evaluate`) wakes agents for what was said;
+The listeners' loop (:mod:`poller.cycle.evaluate`) wakes agents for what was said;
 this step wakes them for what a clock says.  Each cycle, after the scan and
 before the listeners (and never during an emergency stop), it reads the alarms
 and agreements that are due, and for each:
@@ -8,7 +8,7 @@ and agreements that are due, and for each:
 1. weighs it with :func:`poller.law.decide` (a turn already in flight here, no
    free slot, the hourly cap, a spent daily budget or a stop defer it; no
    cooldown, no floor, no listening gate: a wake asked for at a time is kept), and on a wake gathers it like
-   any other (:func:`poller.draft.gather`), in one short write transaction;
+   any other (:func:`poller.cycle.draft.gather`), in one short write transaction;
 2. composes it with no transaction open;
 3. records it in a second short write transaction, only if the alarm's or
    agreement's ``version`` is still what was read, together with what it
@@ -28,8 +28,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from poller import agreements, alarms, checkins, compose, draft as drafts, evaluate, law, timing
-from poller.context import Context, Planned, TickReport, log_decision
+from poller.schedules import agreements, alarms, checkins, timing
+from poller.wake import compose
+from poller.cycle import draft as drafts, evaluate
+from poller import law
+from poller.cycle.context import Context, Planned, TickReport, log_decision
 from poller.kinds import ContactState, Outcome, Tools, WakeKind
 from poller.store import cycle, schedules as rows
 from poller.values import MoodInfo

@@ -34,9 +34,10 @@ import jinja2
 
 import poller
 from poller.kinds import Tools, WakeKind, names
-from poller import away, catchup, lines, summarize
+from poller import away
+from poller.wake import catchup, lines, summarize
 from poller.config import WakeConfig
-from poller.lines import WakePost
+from poller.wake.lines import WakePost
 from poller.tokens import Counter
 from wiki_rules.fallback import BUILT_IN, DialWords
 
@@ -61,7 +62,7 @@ _SPLIT = "\x00catch-up\x00"  # stands in for the catch-up while the frame render
 # --- inputs -------------------------------------------------------------------
 
 # WakePost, one post as the composer sees it, is defined with the line format
-# in poller.lines; compose.WakePost names the same class.
+# in poller.wake.lines; compose.WakePost names the same class.
 
 
 class LinkedPost(NamedTuple):

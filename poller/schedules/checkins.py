@@ -1,7 +1,7 @@
 """The rules of a check-in agreement, pure: what a check-in answers, what is missed.
 
 A person promises to check in by a deadline (``once``, or ``daily`` at a local
-time, in an IANA zone: see :mod:`poller.timing`).  Deadlines up to
+time, in an IANA zone: see :mod:`poller.schedules.timing`).  Deadlines up to
 ``answered_until`` are answered; up to ``processed_until`` a wake has looked
 at them.  Only the person's explicit act answers a deadline:
 
@@ -20,7 +20,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from poller import errors, timing
+from poller import errors
+from poller.schedules import timing
 from poller.kinds import AgreementStatus, ContactState
 
 GRACE_RANGE = (1, 1440)  # minutes

@@ -3,20 +3,20 @@
 One cycle (``Poller.tick``) reads the clock once, reads the dial wording
 (which may fetch the wiki) before any transaction, and then:
 
-1. **recover** (:mod:`poller.recover`): closes turns whose runner died and
+1. **recover** (:mod:`poller.cycle.recover`): closes turns whose runner died and
    finds wakes nobody started;
-2. **scan** (:mod:`poller.scan`): reads new posts and sign-ins past its
+2. **scan** (:mod:`poller.cycle.scan`): reads new posts and sign-ins past its
    cursors, in batches, and updates only the listeners they touch;
-   then **away and back** (:mod:`poller.absence`): brings back the agents
+   then **away and back** (:mod:`poller.away.absence`): brings back the agents
    whose absence is up and, once a minute, offers idle nudges;
-3. **evaluate** (:mod:`poller.evaluate`): takes the listeners that are due
+3. **evaluate** (:mod:`poller.cycle.evaluate`): takes the listeners that are due
    (an indexed ``due_at``) a batch at a time, claims the batch and reads its
    facts with a few set queries (:mod:`poller.store.facts`), applies the law
    to each kind that is due and records every decision with one executemany;
    Before it, the scheduled wakes (alarms, missed check-ins, the contact
-   stage: :mod:`poller.scheduled`) are weighed, composed and recorded; after
-   it, the mail outbox is sent (:mod:`poller.mail`);
-4. **compose** (:mod:`poller.draft`): renders the batch's wakes with no
+   stage: :mod:`poller.schedules.scheduled`) are weighed, composed and recorded; after
+   it, the mail outbox is sent (:mod:`poller.schedules.mail`);
+4. **compose** (:mod:`poller.cycle.draft`): renders the batch's wakes with no
    transaction open;
 5. **commit**: records them and the posts they answer in one short write
    transaction that re-checks each claim (a savepoint each);
@@ -39,11 +39,18 @@ import time
 import uuid
 from typing import Callable, Optional
 
-from poller import absence, catalog as catalogs, clock as clock_mod, config as config_mod
-from poller import draft as drafts, errors, evaluate
-from poller import launch, mail, nudge, recover, scan, scheduled, screen, summarize, text
+from poller.away import absence, catalog as catalogs
+from poller import clock as clock_mod, config as config_mod
+from poller.cycle import draft as drafts, evaluate
+from poller import errors
+from poller.turns import launch
+from poller.schedules import mail, scheduled
+from poller.store import bell
+from poller.cycle import recover, scan
+from poller import screen, text
+from poller.wake import summarize
 from poller.kinds import WakeKind
-from poller.context import Context, Planned, TickReport
+from poller.cycle.context import Context, Planned, TickReport
 from poller.scope import Scope
 from poller import procs
 from poller.store import Store, cycle
@@ -365,7 +372,7 @@ class Poller:
             clock: Callable[[], dt.datetime] = clock_mod.SYSTEM) -> None:
         """Cycle every *interval* seconds, and at once when something is committed.
 
-        Whoever sets *stop* rings :data:`poller.nudge.BELL` so the sleep ends.
+        Whoever sets *stop* rings :data:`poller.store.bell.BELL` so the sleep ends.
         """
         waiting_logged = False
         self.clock = clock
@@ -389,7 +396,7 @@ class Poller:
                         self._beat(now, interval, beat_at - began)
                 self.reap()
                 if not stop.is_set():
-                    nudge.BELL.sleep(interval)
+                    bell.BELL.sleep(interval)
         finally:
             listener.close()
             self.shutdown(clock())
@@ -409,9 +416,9 @@ class Poller:
         except Exception as exc:
             log.debug("beat not recorded: %s", exc, extra={"action": "beat_failed"})
 
-    def listen_for_commits(self) -> nudge.Listener:
-        """Have other processes' commits ring this process's bell (see poller.nudge)."""
-        listener = nudge.Listener()
+    def listen_for_commits(self) -> bell.Listener:
+        """Have other processes' commits ring this process's bell (see poller.store.bell)."""
+        listener = bell.Listener()
         url = self.store.engine.url
         if self.store.dialect == "postgresql":
             listener.listen_postgresql(url)

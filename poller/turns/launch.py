@@ -2,10 +2,10 @@
 
 A :class:`Launcher` starts the turn of a recorded wake and keeps track of
 the turns it started until they end.  ``ProcessLauncher`` (the default,
-``poller.launch = "process"``) runs ``python -m poller.runner WAKE_ID``: a
+``poller.launch = "process"``) runs ``python -m poller.turns.runner WAKE_ID``: a
 turn survives its poller's crash and the kill -9 of either is recovered.
 ``ThreadLauncher`` (``poller.launch = "thread"``) runs the same
-:func:`poller.runner.run_turn` in a thread of the poller, sharing its
+:func:`poller.turns.runner.run_turn` in a thread of the poller, sharing its
 database connection pool and tokenizer: no interpreter to start per turn,
 but a turn ends with its poller (``tick`` waits for its turns).
 """
@@ -39,7 +39,7 @@ class Launcher(Protocol):
 
 
 class ProcessLauncher:
-    """One ``python -m poller.runner`` process per turn."""
+    """One ``python -m poller.turns.runner`` process per turn."""
 
     def __init__(self, config: config_mod.Config, *, detach: bool = False,
                  python: str = sys.executable) -> None:
@@ -55,7 +55,7 @@ class ProcessLauncher:
             env["MOOD_POLLER_CONFIG"] = self.config.source
         env[clock_mod.CLOCK_OFFSET_ENV] = f"{(now - clock_mod.wall()).total_seconds():.6f}"
         env[logs.LOG_ENV] = logs.spec()  # the runner logs its turn's end the same way
-        proc = subprocess.Popen([self.python, "-m", "poller.runner", str(wake_id)], env=env,
+        proc = subprocess.Popen([self.python, "-m", "poller.turns.runner", str(wake_id)], env=env,
                                 stdin=subprocess.DEVNULL, start_new_session=self.detaches)
         self.children[wake_id] = proc
         log.info("turn %s started (runner pid %s)", wake_id, proc.pid,
@@ -98,7 +98,7 @@ class ThreadLauncher:
         self.threads: dict[int, tuple[threading.Thread, threading.Event]] = {}
 
     def start(self, wake_id: int, now: dt.datetime) -> None:
-        from poller import runner
+        from poller.turns import runner
 
         cancel = threading.Event()
         clock = clock_mod.Clock(offset=now - clock_mod.wall())

@@ -16,7 +16,8 @@ import logging
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from poller import chat, lines
+from poller import chat
+from poller.wake import lines
 from poller.config import ScreenConfig
 
 log = logging.getLogger("poller.screen")

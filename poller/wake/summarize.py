@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 import httpx
 
-from poller import chat, errors, lines
+from poller import chat, errors
+from poller.wake import lines
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from poller.config import SummarizerConfig
-    from poller.lines import WakePost
+    from poller.wake.lines import WakePost
     from poller.tokens import Counter
 
 LLM_INPUT_TOKENS = 6_000  # how much of the older talk an LLM summarizer reads

@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from poller import catalog, errors, settings, text
+from poller.away import catalog
+from poller import errors, settings, text
 
 KINDS = ("handoff", "settings", "away", "alarm", "checkin", "contact")
 MAX_ABOUT_CHARS = 100
@@ -290,7 +291,7 @@ def _keyed(body: list[str], kind: str, allowed: tuple[str, ...]) -> dict[str, st
 
 def alarm_block(body: list[str]) -> AlarmBlock:
     """``at:`` / ``daily:`` / ``cron:`` (exactly one), ``tz:`` (required), ``note:``."""
-    from poller import timing
+    from poller.schedules import timing
 
     head = _keyed(body, "alarm", ("at", "daily", "cron", "tz", "note"))
     whens = [k for k in ("at", "daily", "cron") if k in head]

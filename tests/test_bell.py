@@ -15,7 +15,7 @@ from conftest import REPO
 from test_acceptance import start_run, stop
 from timeline import TimelineCli, at
 from waiting import wait_for
-from poller import nudge
+from poller.store.bell import BELL, Doorbell
 from poller.store import Store, db
 from poller.store.core import insert_post
 
@@ -25,12 +25,12 @@ T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 @pytest.fixture
 def bell():
     """The process's bell, silent at the start of the test."""
-    nudge.BELL.sleep(0)
-    yield nudge.BELL
-    nudge.BELL.sleep(0)
+    BELL.sleep(0)
+    yield BELL
+    BELL.sleep(0)
 
 
-def rung(bell: nudge.Doorbell) -> bool:
+def rung(bell: Doorbell) -> bool:
     return bell.pending()
 
 
@@ -75,7 +75,7 @@ def test_a_commit_in_another_process_rings_a_listening_loop(any_cli, bell):
     any_cli("mood", "add", "lobby")
     any_cli("person", "add", "ada")
     store = Store(db.make_engine(any_cli.db_url))
-    from poller.loop import Poller
+    from poller.cycle.loop import Poller
     from poller import config as config_mod
 
     poller = Poller(store, config_mod.Config())

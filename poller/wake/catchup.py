@@ -1,7 +1,7 @@
 """The catch-up: which of a Mood's recent posts an agent reads word for word.
 
 A wake shows posts as lines, ``[sender, time] text`` (the format and its
-escaping live in :mod:`poller.lines`).  This module owns the arithmetic of
+escaping live in :mod:`poller.wake.lines`).  This module owns the arithmetic of
 fitting those lines into the Mood's ``catch_up_tokens``: newest first, whole
 posts, counted exactly.
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Sequence
 
-from poller.lines import WakePost, prefix, quote
+from poller.wake.lines import WakePost, prefix, quote
 
 if TYPE_CHECKING:
     from poller.tokens import Counter

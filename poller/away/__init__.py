@@ -1,10 +1,10 @@
 """Away and back: the pure rules and words of an agent's absences.
 
-An agent with an activities catalog (:mod:`poller.catalog`) may end a reply
+An agent with an activities catalog (:mod:`poller.away.catalog`) may end a reply
 with an ``away`` block: the reply is posted as its goodbye, then it is out
 for a duration rolled from the catalog.  While it is out, one gate in
 :func:`poller.law.decide` weighs every wake; when it comes back (its time is
-up, or a trusted ping called it back), one flow (:mod:`poller.absence`)
+up, or a trusted ping called it back), one flow (:mod:`poller.away.absence`)
 posts its account of the outing, records the absence, gives it fresh eyes
 on what it missed and, only if it was pinged, wakes it with the pings.
 
@@ -22,7 +22,7 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import Optional
 
-from poller import catalog as catalogs
+from poller.away import catalog as catalogs
 
 STOCK = "I'm back from {phrase}."
 RETURN_MARK = "[returned from {phrase}]"

@@ -1,6 +1,6 @@
 """The cycle's part in away and back: bringing agents back, and offering idle nudges.
 
-Each cycle (:meth:`poller.loop.Poller.tick`), after recovery and before the
+Each cycle (:meth:`poller.cycle.loop.Poller.tick`), after recovery and before the
 scan, :func:`come_back` brings back every agent whose absence is up (its time
 came, or a reply to a judgment called it back), in one flow that always
 finishes:
@@ -27,9 +27,11 @@ import datetime as dt
 import logging
 from typing import Optional
 
-from poller import away as away_rules, catalog as catalogs, summarize
+from poller import away as away_rules
+from poller.away import catalog as catalogs
+from poller.wake import summarize
 from poller.config import SummarizerConfig
-from poller.context import Context
+from poller.cycle.context import Context
 from poller.store import away as absences, cycle
 
 log = logging.getLogger("poller.absence")

@@ -6,8 +6,8 @@ Each pair is weighed in Python; every decision is recorded with its reason
 code, and skips, holds and deferrals update the listener; the batch's
 listeners and decisions are then written with one executemany each.  A
 decision to wake stops the weighing of that pair and yields a
-:class:`poller.draft.Draft`, gathered in the same transaction, for the cycle
-to compose and record (:mod:`poller.draft`).  A pair whose weighing raises
+:class:`poller.cycle.draft.Draft`, gathered in the same transaction, for the cycle
+to compose and record (:mod:`poller.cycle.draft`).  A pair whose weighing raises
 is left out (its listener as it was) and returned to be set aside; the rest
 of the batch goes on.
 
@@ -24,8 +24,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Optional
 
-from poller import away as away_rules, draft as drafts, law
-from poller.context import Context, TickReport, log_decision
+from poller import away as away_rules, law
+from poller.cycle import draft as drafts
+from poller.cycle.context import Context, TickReport, log_decision
 from poller.kinds import Outcome, ParticipantKind, WakeKind
 from poller.store import away as absences, cycle, facts
 from poller.store.facts import ListenerRow

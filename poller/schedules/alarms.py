@@ -1,9 +1,9 @@
 """Alarms: an agent, a person or an operator asks for a wake at a time.
 
 An alarm is ``at`` one local date and time, ``daily`` at a local time, or a
-five-field ``cron`` expression, always in an IANA zone (:mod:`poller.timing`).
+five-field ``cron`` expression, always in an IANA zone (:mod:`poller.schedules.timing`).
 When it is due the poller gives the agent one ``alarm`` wake carrying the
-note and when it was due (:mod:`poller.scheduled`).  A poller that was down
+note and when it was due (:mod:`poller.schedules.scheduled`).  A poller that was down
 across several firings sends **one** late wake saying how late it is and how
 many firings it covers; past the alarm's lateness cutoff that wake only says
 it was noticed late.
@@ -15,7 +15,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from poller import checkins, errors, text, timing
+from poller.schedules import checkins, timing
+from poller import errors, text
 from poller.store import schedules as rows
 
 MAX_NOTE_CHARS = 500

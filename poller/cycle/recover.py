@@ -14,7 +14,7 @@ import datetime as dt
 import os
 import signal
 
-from poller.context import Context
+from poller.cycle.context import Context
 from poller.kinds import WakeStatus
 from poller import procs
 from poller.procs import group_alive, pid_alive
@@ -93,7 +93,7 @@ def stop_turn(counter, s, w, why: str, now: dt.datetime) -> None:
     """End a turn on an operator's (or a trusted person's) word: its runner, if it runs
     on this machine, is killed; a turn running inside a poller ends when its heartbeat
     finds the turn closed.  No follow-up: someone meant it to stop."""
-    if w.host == procs.HOST and pid_alive(w.runner_pid, "poller.runner"):
+    if w.host == procs.HOST and pid_alive(w.runner_pid, "poller.turns.runner"):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(w.runner_pid, signal.SIGKILL)
     end_turn(counter, s, w, why, now, follow_up=False)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from poller import commands, law, slash
-from poller.context import Context, log
+from poller.control import commands, slash
+from poller import law
+from poller.cycle.context import Context, log
 from poller.kinds import ParticipantKind, PostKind, Trust
 from poller.store import cycle, facts
 from poller.store.facts import ListenerRow

@@ -1,0 +1,1 @@
+"""Control: what people tell an agent that the service carries out (stop, resume, slash commands)."""

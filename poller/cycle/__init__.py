@@ -1,0 +1,1 @@
+"""The poller's cycle: recover, scan, evaluate, draft, record, launch."""
