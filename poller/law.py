@@ -111,6 +111,7 @@ class Facts:
     bot_chain_cap: int = 3
     # arrival
     arrival_is_self: bool = False  # the agent itself signed in
+    arrival_untrusted: bool = False  # a person with trust none: their words wake nobody, nor their coming
     arrival_spoke_recently: bool = False
     arrival_greeted_recently: bool = False
     # quiet
@@ -225,6 +226,8 @@ def _kind_rules(f: Facts) -> Optional[Decision]:
     if f.kind == WakeKind.ARRIVAL:
         if f.arrival_is_self:
             return Decision(Outcome.SKIP, "arrival-is-self")
+        if f.arrival_untrusted:
+            return Decision(Outcome.SKIP, "arrival-untrusted")
         if f.settings["discretion"] == "reserved":
             return Decision(Outcome.SKIP, "discretion-reserved")
         if f.arrival_spoke_recently:

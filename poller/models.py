@@ -641,7 +641,7 @@ class MailOut(Base):
     subject: Mapped[str] = mapped_column(String(300))
     body: Mapped[str] = mapped_column(Text)
     message_id: Mapped[str] = mapped_column(String(200), unique=True)
-    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending sending sent failed uncertain
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending sending handing sent failed uncertain
     created_at: Mapped[dt.datetime]
     claimed_at: Mapped[Optional[dt.datetime]]
     claimed_by: Mapped[str] = mapped_column(String(100), default="")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import subprocess
+import sys
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -341,7 +343,7 @@ def test_a_mail_whose_sending_was_interrupted_is_marked_uncertain_and_never_rese
     engine = sa.create_engine(c.db_url)
     with engine.begin() as conn:  # a poller claimed it, then died mid-conversation
         conn.execute(sa.update(models.MailOut).values(
-            state="sending", claimed_by="gone:1", claimed_at=dt.datetime(2026, 10, 5, 7, tzinfo=UTC)))
+            state="handing", claimed_by="gone:1", claimed_at=dt.datetime(2026, 10, 5, 7, tzinfo=UTC)))
     engine.dispose()
     c("tick", "--now", at(5, 10, 1))
     c("tick", "--now", at(5, 10, 2))
@@ -350,6 +352,29 @@ def test_a_mail_whose_sending_was_interrupted_is_marked_uncertain_and_never_rese
     with engine.connect() as conn:
         assert conn.execute(sa.select(models.MailOut.state)).scalar() == "uncertain"
     engine.dispose()
+
+
+def test_a_claim_left_before_the_mail_server_answered_is_sent_once(cli, tmp_path, smtp):
+    """A poller that died while reaching the server handed nothing over: its claim
+    goes back to pending, and the message is sent once."""
+    import sqlalchemy as sa
+
+    from poller import models, procs
+
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, tmp_path / "reply.txt")
+    setup(c, "--contact-email", "carol@example.org")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    engine = sa.create_engine(c.db_url)
+    with engine.begin() as conn:  # claimed a minute ago by a process that is gone
+        conn.execute(sa.update(models.MailOut).values(
+            state="sending", claimed_by=f"{procs.HOST}:{gone}:x",
+            claimed_at=dt.datetime(2026, 10, 5, 9, 59, tzinfo=UTC)))
+    engine.dispose()
+    c("tick", "--now", at(5, 10, 1))
+    c("tick", "--now", at(5, 10, 2))
+    assert [to for to, _ in smtp.received] == [["carol@example.org"]]
 
 
 def test_a_once_agreement_is_completed_by_a_check_in_before_or_after_it(cli, tmp_path):

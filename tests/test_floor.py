@@ -42,6 +42,7 @@ def facts(kind: str, **kw) -> law.Facts:
     ("consider", "alpha", {"busy_here": True}, "deferred:busy"),
     ("quiet", "alpha", {"person_recent": False}, "skipped:no-person-recently"),
     ("arrival", "alpha", {"arrival_is_self": True}, "skipped:arrival-is-self"),
+    ("arrival", None, {"arrival_untrusted": True}, "skipped:arrival-untrusted"),
     ("mention", "alpha", {"busy_here": True}, "held:busy"),
 ])
 def test_the_floor_table(kind, floor_holder, extra, code):

@@ -28,7 +28,7 @@ from poller.models import Turn, Wake
 from test_turns import post, posts, rows, tick, wakes
 from test_wakers_fakes import (agent_wakes, claude_calls, reply_agent, set_claude, set_reply,
                                write_claude)
-from timeline import T0, at
+from timeline import T0, after_settled, at
 from waiting import wait_for
 
 DEFAULTS = {k: v.default for k, v in settings.KEYS.items()}
@@ -288,7 +288,7 @@ def test_one_command_waits_at_a_time_and_it_waits_for_the_turn_in_progress(room,
     (bindir / "go-1").touch()
     (bindir / "go-2").touch()
     wait_for(lambda: wakes(room)[0]["status"] == "replied", what="the turn to end")
-    tick(room, 6)
+    tick(room, after_settled(wakes(room)[0], 6))
     assert [w["kind"] for w in wakes(room)] == ["mention", "command"]
     assert claude_calls(bindir)[-1]["stdin"] == "/compact"
 

@@ -219,6 +219,16 @@ def test_quiet_needs_a_person_in_the_last_12_hours(cli, tmp_path):
     assert why(cli)["decisions"]["quiet"]["code"] == "skipped:no-person-recently"
 
 
+def test_a_stranger_signing_in_wakes_nobody(world, tmp_path):
+    world("signin", "eve", "--mood", "lobby", "--at", at(1))
+    tick(world, 2)
+    assert wakes(world) == []
+    assert why(world)["decisions"]["arrival"]["code"] == "skipped:arrival-untrusted"
+    world("signin", "bob", "--mood", "lobby", "--at", at(3))  # trust look: greeted
+    tick(world, 4)
+    assert [w["kind"] for w in wakes(world)] == ["arrival"]
+
+
 def test_arrival_and_its_skip_rules(world, tmp_path):
     world("person", "add", "cy")
     world("signin", "cy", "--mood", "lobby", "--at", at(1), "--label", "Cy on a phone")

@@ -25,6 +25,16 @@ def since_t0(iso: str) -> float:
     return (dt.datetime.fromisoformat(iso.replace("Z", "+00:00")) - T0).total_seconds()
 
 
+def after_settled(wake: dict, at_least: float) -> float:
+    """A moment past both *at_least* and the end of *wake*'s turn.
+
+    A turn that ran in its own runner settles on the runner's clock: the
+    cycle's ``--now`` moved on by the wall time the turn took, which a slow
+    machine stretches.  What settling makes due is due from then on.
+    """
+    return max(at_least, since_t0(wake["finished_at"]) + 1)
+
+
 class TimelineCli(Cli):
     """A CLI whose every command runs at ``at(self.now)`` (T0 unless moved).
 

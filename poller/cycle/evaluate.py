@@ -27,7 +27,7 @@ from typing import Optional
 from poller import away as away_rules, law
 from poller.cycle import draft as drafts
 from poller.cycle.context import Context, TickReport, log_decision
-from poller.kinds import Outcome, ParticipantKind, WakeKind
+from poller.kinds import Outcome, ParticipantKind, Trust, WakeKind
 from poller.store import away as absences, cycle, facts
 from poller.store.facts import ListenerRow
 from poller.text import iso
@@ -273,6 +273,7 @@ def kind_facts(ctx: Context, s, kind: str, l: ListenerRow, owed: list[int],
         said = cycle.last_said_at(s, who.participant_id, l.mood_id)
         greet_since = now - dt.timedelta(seconds=ctx.cfg.greet_window)
         return {"arrival_is_self": who.participant_id == l.agent_id,
+                "arrival_untrusted": who.trust == Trust.NONE,
                 "arrival_spoke_recently": said is not None and said > recent,
                 "arrival_greeted_recently": cycle.greeted_since(
                     s, l.agent_id, l.mood_id, who.participant_id, greet_since)}

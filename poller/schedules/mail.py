@@ -9,10 +9,13 @@ the password only from ``MOOD_POLLER_MAIL_PASSWORD``).  A poller killed
 after a message was written and before it was sent leaves it pending: the
 next cycle sends it, once.  A contact message is checked again when it is
 claimed: if the person checked in (or the agreement ended, or the stage was
-disarmed) since it was written, it is withdrawn, never sent.  A message
-claimed and never marked (the poller
-died mid-conversation) is marked ``uncertain`` and never sent again: the
-server may have it.  A server that cannot be reached leaves the row pending.
+disarmed) since it was written, it is withdrawn, never sent.  Once the
+server has answered, and before the message is handed over, the row is
+marked ``handing``.  A claim its poller left before that (it died while
+reaching the server) goes back to pending: the server never saw the
+message.  A message left ``handing`` (the poller died mid-conversation) is
+marked ``uncertain`` and never sent again: the server may have it.  A server
+that cannot be reached leaves the row pending.
 """
 
 from __future__ import annotations
@@ -60,12 +63,15 @@ class Unreachable(Exception):
     """The server could not be reached or refused us before anything was handed over."""
 
 
-def send_one(cfg: MailConfig, msg: EmailMessage) -> None:
+def send_one(cfg: MailConfig, msg: EmailMessage, handing=lambda: None) -> None:
+    """Reach the server, call *handing* (the row is marked before anything is handed
+    over), then hand the message over."""
     try:
         smtp = connect(cfg)
     except (OSError, smtplib.SMTPException) as exc:
         raise Unreachable(f"{type(exc).__name__}: {exc}") from exc
     with smtp:
+        handing()
         smtp.send_message(msg)
 
 
@@ -74,8 +80,7 @@ def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
     if not cfg.host:
         return 0
     with store.writing() as s:
-        for m in rows.stale_sending(s, now - STALE_SENDING):
-            m.state, m.error = "uncertain", "claimed and never marked: it may have been sent"
+        rows.release_mail_claims(s, now - STALE_SENDING)
     with store.reading() as s:
         waiting = rows.mail_waiting(s)
     sent = 0
@@ -88,7 +93,7 @@ def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
             msg = message(m, cfg.sender, now) if m is not None else None
         if msg is None:
             continue  # another poller has it, or it is no longer wanted
-        state, error = _attempt(cfg, msg, mail_id)
+        state, error = _attempt(cfg, msg, mail_id, lambda: _handing(store, mail_id))
         with store.writing() as s:
             m = rows.mail(s, mail_id)
             m.state, m.error = state, error
@@ -111,9 +116,15 @@ def still_wanted(s, m) -> bool:
             and g.consent_at is not None and g.status == "active")
 
 
-def _attempt(cfg: MailConfig, msg: EmailMessage, mail_id: int) -> tuple[str, str]:
+def _handing(store, mail_id: int) -> None:
+    with store.writing() as s:
+        rows.mark_mail_handing(s, mail_id)
+
+
+def _attempt(cfg: MailConfig, msg: EmailMessage, mail_id: int,
+             handing=lambda: None) -> tuple[str, str]:
     try:
-        send_one(cfg, msg)
+        send_one(cfg, msg, handing)
     except Unreachable as exc:
         log.warning("mail %s not sent, kept for the next cycle: %s", mail_id, exc,
                     extra={"action": "mail_deferred", "mail_id": mail_id})

@@ -263,9 +263,26 @@ def claim_mail(s: Session, mail_id: int, holder: str, now: dt.datetime) -> Optio
     return s.get(MailOut, mail_id) if done == 1 else None
 
 
-def stale_sending(s: Session, before: dt.datetime) -> list[MailOut]:
-    return list(s.scalars(cycle.skip_locked(s, sa.select(MailOut).where(
-        MailOut.state == "sending", MailOut.claimed_at < before))))
+def mark_mail_handing(s: Session, mail_id: int) -> None:
+    """sending -> handing: the server answered and the message is about to go over."""
+    s.execute(sa.update(MailOut).where(MailOut.id == mail_id, MailOut.state == "sending")
+              .values(state="handing"))
+
+
+def release_mail_claims(s: Session, before: dt.datetime) -> None:
+    """Claims their pollers left.  One that never reached the server (its poller is
+    gone, or the claim is older than any attempt to connect lasts) is pending again;
+    one left mid-handover is ``uncertain``, never resent: the server may have it."""
+    left = list(s.scalars(cycle.skip_locked(s, sa.select(MailOut).where(
+        MailOut.state.in_(("sending", "handing"))))))
+    for m in left:
+        if not (m.claimed_at < before or cycle.holder_dead(m.claimed_by)):
+            continue
+        if m.state == "sending":
+            m.state, m.claimed_at, m.claimed_by = "pending", None, ""
+            m.error = "its poller stopped before it reached the mail server"
+        else:
+            m.state, m.error = "uncertain", "claimed and never marked: it may have been sent"
 
 
 def mails(s: Session, agreement_id: Optional[int] = None) -> list[MailOut]:
