@@ -7,7 +7,6 @@ import signal
 import click
 
 from poller import errors, secure
-from poller.store import bell
 from poller.cli import App, common, pass_app
 from poller.kinds import ANSWERED, WakeKind, WakeStatus, names
 
@@ -136,6 +135,8 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool, only: s
     if interval <= 0:
         raise errors.UserError("--interval must be positive")
     poller = _poller(app, detach=False, only=only, without=without)
+    from poller.store import bell
+
     stop = bell.Stop()  # set from the signal handler: no lock may be taken there
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
