@@ -56,8 +56,8 @@ import _common
 import sqlalchemy as sa  # noqa: E402
 
 from poller.config import ScreenConfig  # noqa: E402
-from poller.cycle import draft, loop  # noqa: E402
-from poller import law
+from poller.cycle import loop, organs  # noqa: E402
+from poller import kinds, law
 from poller.wake import lines as wake_lines
 from poller.turns import wakers
 from poller.kinds import WakeKind  # noqa: E402
@@ -78,8 +78,8 @@ KINDS = ("mention", "consider", "quiet", "arrival", "cut-off")
 STRATEGIES = {
     "no session": (False, frozenset()),
     "(b) considers": (True, frozenset({WakeKind.CONSIDER})),
-    "(a) delta wakes": (True, draft.DELTA_KINDS - {WakeKind.CONSIDER}),
-    "(a) + (b)": (True, draft.DELTA_KINDS),
+    "(a) delta wakes": (True, frozenset({"delta"}) ),
+    "(a) + (b)": (True, frozenset({"delta", WakeKind.CONSIDER})),
 }
 SHIPPED = "(a) + (b)"
 
@@ -146,11 +146,24 @@ def baselines(store, posts: list[tuple]) -> dict[str, tuple[int, int]]:
             "every mention, last 50 messages": tuple(mention)}
 
 
+SHIPPED_DELTA = {}  # each kind's own `delta`, as declared
+
+
+def deltas(which: frozenset) -> None:
+    """Redeclare the kinds' `delta` for one strategy: considers (when *which* names
+    them) and the other kinds declared delta (when it holds "delta")."""
+    organs.load()
+    for k in kinds.declared():
+        shipped = SHIPPED_DELTA.setdefault(k.name, k.delta)
+        on = shipped and (k.name in which if k.name == WakeKind.CONSIDER else "delta" in which)
+        kinds.register(dataclasses.replace(k, delta=on))
+
+
 def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool,
             delta_kinds: frozenset, db_url: str | None, agents: tuple[str, ...] = AGENTS,
             screen_url: str = "", settings: dict | None = None) -> dict:
     """One simulated day on a fresh database; what its wakes cost and what they missed."""
-    draft.DELTA_KINDS = delta_kinds
+    deltas(delta_kinds)
     _, store, cfg = _common.database(db_url)
     if screen_url:
         cfg = dataclasses.replace(cfg, screen=ScreenConfig(url=screen_url, model="bench"))
@@ -311,9 +324,10 @@ def without_floor() -> dict:
     """Take the floor and calm out (the bench's comparison only: the law before both):
     no kind shares a floor, the wakes in flight of other agents are not counted, and
     silent turns never slow a Mood's considers; returns what to put back."""
-    saved = {"unprompted": law.UNPROMPTED, "cycle": cycle.floor_others,
+    saved = {"unprompted": {k.name: k for k in kinds.declared()}, "cycle": cycle.floor_others,
              "batch": facts.Batch.floor_others, "calm": law._calm}
-    law.UNPROMPTED = frozenset()
+    for k in kinds.declared():
+        kinds.register(dataclasses.replace(k, unprompted=False))
     law._calm = lambda f: None
     cycle.floor_others = lambda s, agent_id, mood_id: 0
     facts.Batch.floor_others = lambda self, agent_id, mood_id: 0
@@ -321,7 +335,8 @@ def without_floor() -> dict:
 
 
 def put_back(saved: dict) -> None:
-    law.UNPROMPTED = saved["unprompted"]
+    for k in saved["unprompted"].values():
+        kinds.register(k)
     cycle.floor_others = saved["cycle"]
     facts.Batch.floor_others = saved["batch"]
     law._calm = saved["calm"]

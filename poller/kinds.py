@@ -7,7 +7,9 @@ database compares equal to the member.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Callable, Optional
 
 
 class WakeKind(StrEnum):
@@ -28,10 +30,81 @@ class WakeKind(StrEnum):
     CHECKIN_CONTACT = "checkin-contact"  # grace ran out: the agent may write once to the contact
 
 
-# kinds that pierce an absence
-SCHEDULED = (WakeKind.ALARM, WakeKind.CHECKIN_MISSED, WakeKind.CHECKIN_CONTACT)
-# the kinds the listeners' loop weighs (poller.cycle.evaluate, poller.store.cycle), in order
-LISTENED = tuple(k for k in WakeKind if k not in SCHEDULED)
+@dataclass(frozen=True)
+class KindSpec:
+    """One kind of wake, declared once by the part of the service that owns it.
+
+    The traits are what :func:`poller.law.decide` weighs it by; the hooks are
+    how the listeners' loop finds it due and what a wake of it reads and
+    leaves behind (:mod:`poller.cycle.evaluate`, :mod:`poller.cycle.draft`);
+    the frames are what ``preview --frames`` prints of it.  Hooks take plain
+    arguments; a kind that leaves one out gets the plain behaviour.
+    """
+
+    name: str
+    order: int  # the order the kinds due on one listener are weighed in
+    # -- the law
+    owed: bool = False  # answers posts owed to someone: a gate holds it, never drops it
+    unprompted: bool = False  # nobody asked: one floor a Mood, skipped when over budget
+    paced: bool = True  # waits out the cooldown (and a consider's own pacing)
+    timed: bool = False  # asked for at a time: kept whatever the listening and the Mood's state
+    dials_apply: bool = True  # False: a person's command, run whatever the dials and budgets
+    holds: bool = False  # what blocks it holds it (it stays owed, with a notice) instead of deferring
+    # While the agent is out: skip | judge (a trusted ping may call it back) | wait (until it
+    # is back) | pass (weighed as if it were at the screen).
+    while_away: str = "skip"
+    # -- the listeners' loop
+    listened: bool = True  # False: it keeps a schedule of its own (poller.schedules)
+    due_at: Optional[Callable] = None  # (listener, owed, now) -> when it is due, or None
+    schedule: str = "cooled"  # its part of next_due: cooled (waits out a cooldown) | free | lifts
+    after_skip: Optional[Callable] = None  # (ctx, s, listener, decision, now): a skip's mark
+    after_wake: Optional[Callable] = None  # (ctx, s, listener, draft, now): what a wake takes
+    gather: Optional[Callable] = None  # what it shows; see poller.cycle.draft.Material
+    # -- the wake
+    composed: bool = True  # False: the wake is the person's command as typed
+    delta: bool = True  # into a live session, carries only what is new to it
+    tools_by_senders: bool = False  # full tools when every sender is a fully trusted person
+    template: str = ""  # its template, "<name>.j2" unless given
+    templates: str = ""  # a folder holding its template (a kind outside the service's own)
+    frames: tuple[tuple[str, str], ...] = (("look", ""),)  # (tools, variant) for preview
+    placeholders: Optional[Callable] = None  # () -> extra template context for its frames
+
+    @property
+    def template_name(self) -> str:
+        return self.template or f"{self.name}.j2"
+
+
+_KINDS: dict[str, KindSpec] = {}
+
+
+def register(spec: KindSpec) -> KindSpec:
+    """Declare a kind of wake; declaring the same name again replaces it (a reload)."""
+    if spec.while_away not in ("skip", "judge", "wait", "pass"):
+        raise ValueError(f"{spec.name}: while_away must be skip, judge, wait or pass")
+    if spec.schedule not in ("cooled", "free", "lifts"):
+        raise ValueError(f"{spec.name}: schedule must be cooled, free or lifts")
+    if spec.listened and spec.composed and spec.due_at is None:
+        raise ValueError(f"{spec.name}: a listened kind says when it is due (due_at)")
+    _KINDS[spec.name] = spec
+    return spec
+
+
+def spec(name: str) -> KindSpec:
+    found = _KINDS.get(name)
+    if found is None:
+        raise KeyError(f"no wake kind {name!r} is declared (poller.cycle.organs.load() "
+                       f"declares the service's own)")
+    return found
+
+
+def declared() -> tuple[KindSpec, ...]:
+    """Every declared kind, in the order they are weighed."""
+    return tuple(sorted(_KINDS.values(), key=lambda k: (k.order, k.name)))
+
+
+def listened() -> tuple[KindSpec, ...]:
+    """The kinds the listeners' loop weighs, in order."""
+    return tuple(k for k in declared() if k.listened)
 
 
 class WakeStatus(StrEnum):

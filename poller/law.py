@@ -37,7 +37,9 @@ mention earns one *judgment* (it wakes as usual, and the wake asks whether
 to come back) only from a person with trust ``full`` who has not had one this
 absence, in the Mood the agent left from, while its activity is reachable;
 any other mention is ``skipped:away-noted-<why>`` and kept for its return.
-Kinds in :data:`poller.kinds.SCHEDULED` pierce an absence.
+Each kind's traits (:class:`poller.kinds.KindSpec`: owed, unprompted, paced,
+timed, holds, while_away...) are what the law weighs it by; only the core's
+own kinds are named here, for the rules that are theirs alone.
 """
 
 from __future__ import annotations
@@ -46,13 +48,11 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Optional
 
-from poller.kinds import SCHEDULED, Outcome, WakeKind, names
+from poller import kinds
+from poller.kinds import Outcome, WakeKind
 from poller.text import iso
 
-KINDS = names(WakeKind)  # every kind decide weighs (the listeners' loop tries kinds.LISTENED)
 HOUR = dt.timedelta(hours=1)
-UNPROMPTED = frozenset({WakeKind.CONSIDER, WakeKind.QUIET, WakeKind.ARRIVAL})  # share a floor
-OWED = frozenset({WakeKind.MENTION, WakeKind.RETURN})  # answer posts owed: never lost to a gate
 READY_CAP_H = 12.0  # readiness stops growing after this many hours without speaking
 REASON_MAX = 64  # the width of decisions.reason
 REST = dt.timedelta(hours=12)  # the longest that calm ever slows a wait to
@@ -170,28 +170,30 @@ def gate(kind: str, now: dt.datetime, settings: dict, archived: bool = False,
 
 def _blocked(f: Facts, reason: str, next_due: Optional[dt.datetime] = None) -> Decision:
     """A mention is held (it stays owed); anything else (a cut-off's follow-up too) is deferred."""
-    return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.DEFER, reason, next_due)
+    held = kinds.spec(f.kind).holds
+    return Decision(Outcome.HOLD if held else Outcome.DEFER, reason, next_due)
 
 
 def _gates(f: Facts) -> Optional[Decision]:
+    k = kinds.spec(f.kind)
     if f.stopped:  # until lifted: mentions wait, the rest is remembered (see evaluate)
-        if f.kind in SCHEDULED or f.kind == WakeKind.COMMAND:
+        if k.timed or not k.dials_apply:
             # a person's command waits for it too; what was asked for at a time is kept:
             # once lifted, one (late) wake for what came due
             return Decision(Outcome.DEFER, "stopped")
-        return Decision(Outcome.HOLD if f.kind == WakeKind.MENTION else Outcome.SKIP, "stopped")
-    if f.kind in SCHEDULED:
+        return Decision(Outcome.HOLD if k.holds else Outcome.SKIP, "stopped")
+    if k.timed:
         return None  # asked for at a time: kept whatever the listening and the Mood's state
     listening = f.settings["listening"]
-    if f.kind == WakeKind.COMMAND:
+    if not k.dials_apply:
         return None  # a person's command, not conversation: run whatever the Mood's dials
-    if f.kind not in OWED and f.archived:
+    if not k.owed and f.archived:
         return Decision(Outcome.SKIP, "archived")
     if listening == "off":
-        if f.kind in OWED:
+        if k.owed:
             return _blocked(f, "listening-off", f.listening_until)
         return Decision(Outcome.SKIP, "listening-off")
-    if listening == "mentions" and f.kind not in OWED:
+    if listening == "mentions" and not k.owed:
         return Decision(Outcome.SKIP, "listening-mentions")
     return None
 
@@ -199,12 +201,13 @@ def _gates(f: Facts) -> Optional[Decision]:
 def _away(f: Facts) -> Optional[Decision]:
     """While the agent is out: a judgment, a ping noted for its return, or nothing."""
     a = f.away
-    if a is None or f.kind in SCHEDULED or f.kind == WakeKind.COMMAND:
+    how = kinds.spec(f.kind).while_away
+    if a is None or how == "pass":
         return None  # scheduled wakes pierce an absence; a person's command runs in the session
-    if f.kind == WakeKind.MENTION:
+    if how == "judge":
         why = noted_because(a)
         return Decision(Outcome.SKIP, why) if why else None
-    if f.kind == WakeKind.RETURN:  # back and out again before its pings were read: they wait
+    if how == "wait":  # back and out again before its pings were read: they wait
         return Decision(Outcome.DEFER, "away", a.until)
     return Decision(Outcome.SKIP, "away")
 
@@ -253,9 +256,10 @@ def over_budget(f: Facts) -> bool:
 
 
 def _budget(f: Facts) -> Optional[Decision]:
-    if f.kind == WakeKind.COMMAND or not over_budget(f):
+    k = kinds.spec(f.kind)
+    if not k.dials_apply or not over_budget(f):
         return None
-    if f.kind in UNPROMPTED:
+    if k.unprompted:
         return Decision(Outcome.SKIP, "over-budget")
     # A mention is held (a cut-off's follow-up deferred) until the budgets start again.
     return _blocked(f, "over-budget", next_midnight(f.now, f.settings["timezone"]))
@@ -297,8 +301,7 @@ def _capacity(f: Facts) -> Optional[Decision]:
 
 
 def _pacing(f: Facts) -> Optional[Decision]:
-    if f.kind in (WakeKind.MENTION, WakeKind.CUT_OFF, WakeKind.COMMAND, WakeKind.RETURN,
-                  *SCHEDULED):
+    if not kinds.spec(f.kind).paced:
         # mentions, a cut-off's follow-up, commands, a return's pings and what was asked
         # for at a time are never cooled down
         return None
@@ -336,7 +339,7 @@ TYPING_HOLD = dt.timedelta(seconds=15)  # a consider waits this long after a typ
 
 def _floor(f: Facts) -> Optional[Decision]:
     """Last: only an agent that could otherwise speak unasked gives way to the floor."""
-    if f.kind in UNPROMPTED and f.floor_holder:
+    if kinds.spec(f.kind).unprompted and f.floor_holder:
         return Decision(Outcome.DEFER, f"floor-taken-by-{f.floor_holder}"[:REASON_MAX])
     return None
 

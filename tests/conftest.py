@@ -20,6 +20,14 @@ import pg  # noqa: E402  (tests/pg.py)
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def declared_kinds():
+    """Every kind of wake declared, as a poller declares them when it starts."""
+    from poller.cycle import organs
+
+    organs.load()
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path, monkeypatch):
     """Every path and env var the service reads points into tmp_path."""

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
 
-from poller import away, law, settings, tokens
+from poller import away, kinds, law, settings, tokens
 from poller.away import catalog
 from poller.wake import compose
 from poller.config import WakeConfig
@@ -210,7 +211,9 @@ def test_a_judgment_still_waits_for_a_busy_mood():
 
 def test_scheduled_kinds_pierce_an_absence(monkeypatch):
     assert law.decide(facts("quiet", away=out())).code == "skipped:away"
-    monkeypatch.setattr(law, "SCHEDULED", ("quiet",))  # as the schedules organ will fill it
+    assert law.decide(facts("alarm", away=out())).code == "woke"
+    monkeypatch.setitem(kinds._KINDS, "quiet",  # a kind declared to pass through an absence
+                        dataclasses.replace(kinds.spec("quiet"), while_away="pass"))
     assert law.decide(facts("quiet", away=out())).code == "woke"
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import click
 
 from poller.cli import App, common, pass_app
-from poller.kinds import LISTENED, WakeKind
 
-# Not a cut-off's follow-up, a person's slash command (not composed) or a return (it
-# carries an absence's pings): none stands alone; nor a scheduled wake (it comes from
-# its alarm or agreement): `preview --frames` shows those.
-KINDS = [k.value for k in LISTENED
-         if k not in (WakeKind.CUT_OFF, WakeKind.COMMAND, WakeKind.RETURN)]
+# What `--kind` offers: the kinds a Mood's real posts make on their own.  Not a
+# cut-off's follow-up, a person's slash command (not composed) or a return (it
+# carries an absence's pings), nor a scheduled wake (it comes from its alarm or
+# agreement): `preview --frames` shows those.  Read without loading the poller.
+KINDS = ["mention", "arrival", "consider", "quiet", "nudge"]
 
 
 @click.command()
@@ -29,8 +28,10 @@ KINDS = [k.value for k in LISTENED
 def preview(app: App, slug: str | None, handle: str | None, kind: str | None, full: bool,
             frames: bool, as_json: bool) -> None:
     """Print the wake KIND would send now, from the Mood's real posts."""
+    from poller.cycle import organs
     from poller.wake import compose
 
+    organs.load()
     if frames:
         text = compose.render_frames(app.config.wake)
         if as_json:

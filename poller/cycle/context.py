@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from poller import config as config_mod, law
 from poller.store import Store
@@ -43,6 +43,17 @@ class TickReport:
     quarantined: int = 0  # listeners set aside this cycle because evaluating them raised
     screen_tokens: int = 0  # what asking the screen cost this cycle
     returned: int = 0  # agents back from an activity this cycle
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a step of the cycle is handed besides the context: the cycle's own
+    transactions (a dry run's savepoints, in ``preview`` and ``tick --dry-run``) and
+    the Moods this poller serves (None: every one)."""
+
+    writing: Callable  # () -> a context manager yielding a write session
+    reading: Callable  # () -> one yielding a read session
+    served: Optional[frozenset[int]] = None
 
 
 @dataclass

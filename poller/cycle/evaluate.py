@@ -24,8 +24,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Optional
 
-from poller import away as away_rules, law
+from poller import away as away_rules, kinds, law
 from poller.cycle import draft as drafts
+from poller.cycle import due
 from poller.cycle.context import Context, TickReport, log_decision
 from poller.kinds import Outcome, ParticipantKind, Trust, WakeKind
 from poller.store import away as absences, cycle, facts
@@ -47,9 +48,6 @@ HOLD_WORDS = {
 }
 
 
-LISTENING_GATES = ("listening-mentions", "listening-off", "stopped")  # a consider waits them out
-
-
 def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> None:
     """Posts missed while listening was ``mentions`` or ``off`` are considered once it is
     back on: ``consider_after`` from when this pair is first looked at with it on (the
@@ -57,28 +55,6 @@ def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> No
     if (l.consider_from_id and l.consider_due_at is None and values["listening"] == "on"
             and not archived and not l.stopped_at):
         l.consider_due_at = now + dt.timedelta(seconds=values["consider_after"])
-
-
-def due_kinds(l, owed: list[int], now: dt.datetime) -> list[str]:
-    """The kinds due on this listener, in the order they are weighed."""
-    kinds = []
-    if owed:
-        kinds.append(WakeKind.MENTION)
-    if l.arrival_signin_id:
-        kinds.append(WakeKind.ARRIVAL)
-    if l.consider_from_id and l.consider_due_at and l.consider_due_at <= now:
-        kinds.append(WakeKind.CONSIDER)
-    if l.quiet_due_at and l.quiet_due_at <= now:
-        kinds.append(WakeKind.QUIET)
-    if l.followup_of and l.followup_due_at and l.followup_due_at <= now:
-        kinds.append(WakeKind.CUT_OFF)
-    if l.command_post_id:
-        kinds.append(WakeKind.COMMAND)
-    if l.return_of:
-        kinds.append(WakeKind.RETURN)
-    if l.nudge_due_at and l.nudge_due_at <= now:
-        kinds.append(WakeKind.NUDGE)
-    return kinds
 
 
 @dataclass
@@ -139,7 +115,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     retry: list[Optional[dt.datetime]] = []
     said = []
     remembered_consider(l, values, mood.archived, now)
-    for kind in due_kinds(l, owed, now):
+    for kind in due.due_kinds(l, owed, now):
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until,
                             bool(l.stopped_at))
         weighed = None
@@ -155,12 +131,11 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
             decision = law.decide(weighed)
         if decision.outcome == Outcome.WAKE:
             judges = weighed.away.judges() if weighed and weighed.away else ()
-            d = (drafts.gather_command(ctx, s, l, agent, mood, now) if kind == WakeKind.COMMAND
-                 else drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now,
-                                    absence=absence, judges=judges))
+            d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now,
+                              absence=absence, judges=judges)
             d.fingerprint, d.decision = fingerprint(l, load, now, batch), decision
             load.planned(l.mood_id, now)  # the pairs after this one see its wake
-            if kind in law.UNPROMPTED:
+            if kinds.spec(kind).unprompted:
                 batch.took_floor(l.agent_id, agent.handle, l.mood_id)  # and its floor
             return d, said
         new = batch.decide(l, kind, decision.outcome, decision.reason, decision.next_due)
@@ -171,7 +146,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     if not owed and l.hold_reason:
         l.hold_reason, l.hold_since = None, None
     pending = [t for t in retry if t is not None]
-    untried = cycle.next_due(l, False, now)
+    untried = due.next_due(l, False, now)
     if untried is not None:  # e.g. the next arrival, due now: looked at next cycle
         pending.append(max(untried, now))
     l.due_at = min(pending) if pending else None
@@ -315,22 +290,9 @@ def after(ctx: Context, s, decision: law.Decision, kind: str, l: ListenerRow, ag
           owed: list[int], notes: list[str], now: dt.datetime) -> Optional[dt.datetime]:
     """Apply a decision not to wake; returns when to look again."""
     if decision.outcome == Outcome.SKIP:
-        if kind == WakeKind.ARRIVAL:
-            l.arrival_signin_id = drafts.next_arrival(ctx, s, l, now)
-        elif kind == WakeKind.CONSIDER and decision.reason in LISTENING_GATES:
-            # Not now, but what was said meanwhile stays to consider: when listening
-            # is back on, a consider of it comes due (see ``remembered_consider``).
-            l.consider_due_at = None
-        elif kind == WakeKind.CONSIDER:
-            l.consider_from_id, l.consider_due_at = 0, None
-        elif kind == WakeKind.QUIET:
-            l.quiet_due_at = None  # until someone speaks again
-        elif kind == WakeKind.CUT_OFF:
-            l.followup_of, l.followup_due_at = 0, None
-        elif kind == WakeKind.COMMAND:
-            l.command_post_id = 0
-        elif kind == WakeKind.NUDGE:
-            l.nudge_due_at = None  # the next check offers one again when it is due
+        spec = kinds.spec(kind)
+        if spec.after_skip:
+            spec.after_skip(ctx, s, l, decision, now)
         return None
     renew = now + dt.timedelta(seconds=ctx.cfg.hold_renew)
     if decision.outcome == Outcome.HOLD:

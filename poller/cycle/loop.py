@@ -46,11 +46,11 @@ from poller import errors
 from poller.turns import launch
 from poller.schedules import mail, scheduled
 from poller.store import bell
-from poller.cycle import recover, scan
+from poller.cycle import organs, recover, scan
 from poller import screen, text
 from poller.wake import summarize
 from poller.kinds import WakeKind
-from poller.cycle.context import Context, Planned, TickReport
+from poller.cycle.context import Context, Planned, Step, TickReport
 from poller.scope import Scope
 from poller import procs
 from poller.store import Store, cycle
@@ -79,6 +79,7 @@ class Poller:
                  dials: Optional[Callable[[dt.datetime], DialWords]] = None,
                  launcher: Optional[launch.Launcher] = None, detach: bool = False,
                  scope: Scope = Scope()):
+        organs.load()  # every kind of wake declared before anything is weighed
         self.store = store
         self.config = config
         self.dials = dials or (lambda now: BUILT_IN)
@@ -184,7 +185,9 @@ class Poller:
         start = self._start if launch_turns else None
         if launch_turns:  # not in a dry run: a return writes outside its transaction
             self._away_and_back(now, report)
-        scheduled.run(self, now, report, start, transient_errors())
+        step = Step(self._tx, self._rx,
+                    None if self._served is None else frozenset(self._served))
+        scheduled.run(self.ctx, step, now, report, start, transient_errors())
         self._evaluate_due(now, report, start)
         if launch_turns:
             mail.send_waiting(self.store, self.config.mail, self.holder, now)

@@ -12,6 +12,7 @@ import datetime as dt
 
 from poller.control import commands, slash
 from poller import law
+from poller.cycle import due
 from poller.cycle.context import Context, log
 from poller.kinds import ParticipantKind, PostKind, Trust
 from poller.store import cycle, facts
@@ -140,10 +141,10 @@ def set_aside(s, kind: str, item_id: int, mood_id: int, exc: Exception, now: dt.
 
 
 def reschedule(l: ListenerRow, owed: bool, now: dt.datetime) -> None:
-    due = cycle.next_due(l, owed, now)
-    if l.due_at is not None and (due is None or l.due_at < due):
-        due = l.due_at  # never push back something already due sooner
-    l.due_at = due
+    when = due.next_due(l, owed, now)
+    if l.due_at is not None and (when is None or l.due_at < when):
+        when = l.due_at  # never push back something already due sooner
+    l.due_at = when
 
 
 def first_run(ctx: Context, s, now: dt.datetime) -> None:

@@ -32,7 +32,7 @@ from poller.schedules import agreements, alarms, checkins, timing
 from poller.wake import compose
 from poller.cycle import draft as drafts, evaluate
 from poller import law
-from poller.cycle.context import Context, Planned, TickReport, log_decision
+from poller.cycle.context import Context, Planned, Step, TickReport, log_decision
 from poller.kinds import ContactState, Outcome, Tools, WakeKind
 from poller.store import cycle, schedules as rows
 from poller.values import MoodInfo
@@ -110,25 +110,26 @@ def agreement_job(s, g, person: str, now: dt.datetime) -> Job:
 # -- the step --------------------------------------------------------------------------------
 
 
-def run(poller, now: dt.datetime, report: TickReport,
+def run(ctx: Context, step: Step, now: dt.datetime, report: TickReport,
         start: Optional[Callable[[int, dt.datetime], None]], transient: tuple) -> None:
     """Weigh, compose and record every scheduled wake due now; start their turns.
 
-    *transient* are the database errors that retry the whole cycle."""
-    with poller._rx() as s:
+    *step* is the cycle's transactions and the Moods it serves; *transient* are the
+    database errors that retry the whole cycle."""
+    with step.reading() as s:
         jobs = due_jobs(s, now)
-    served = poller._served  # a poller serving some Moods (run --moods) wakes there only
-    jobs = [j for j in jobs if served is None or j.mood_id in served]
+    # a poller serving some Moods (run --moods) wakes there only
+    jobs = [j for j in jobs if step.served is None or j.mood_id in step.served]
     woken: set[tuple[int, int]] = set()  # one wake per (agent, Mood) a cycle; the rest wait
     for job in jobs:
         if job.kind is not None and (job.agent_id, job.mood_id) in woken:
             continue
         try:
-            planned = one(poller, job, now, report)
+            planned = one(ctx, step, job, now, report)
         except transient:
             raise
         except Exception as exc:  # this row's data broke it: set it aside, go on
-            set_aside(poller, job, exc, now, report)
+            set_aside(step, job, exc, now, report)
             continue
         if planned is not None:
             woken.add((job.agent_id, job.mood_id))
@@ -137,12 +138,12 @@ def run(poller, now: dt.datetime, report: TickReport,
                 start(planned.wake_id, now)
 
 
-def set_aside(poller, job: Job, exc: Exception, now: dt.datetime, report: TickReport) -> None:
+def set_aside(step: Step, job: Job, exc: Exception, now: dt.datetime, report: TickReport) -> None:
     """Quarantine a schedule whose wake could not be made; it is tried again each cycle,
     logged in full the first time only."""
     error = f"{type(exc).__name__}: {exc}"
     report.quarantined += 1
-    with poller._tx() as s:
+    with step.writing() as s:
         first = cycle.quarantine(s, "schedule", f"{job.table}:{job.row_id}", error, now,
                                  agent_id=job.agent_id, mood_id=job.mood_id)
     (log.exception if first else log.debug)(
@@ -150,15 +151,15 @@ def set_aside(poller, job: Job, exc: Exception, now: dt.datetime, report: TickRe
         extra={"action": "quarantined", "kind": "schedule"})
 
 
-def one(poller, job: Job, now: dt.datetime, report: TickReport) -> Optional[Planned]:
-    ctx: Context = poller.ctx
+def one(ctx: Context, step: Step, job: Job, now: dt.datetime,
+        report: TickReport) -> Optional[Planned]:
     if job.agent_id not in ctx.agents:
         return None  # the agent was removed: its schedules wait (and show in the listings)
     if job.kind is None:
-        with poller._tx() as s:
+        with step.writing() as s:
             settle_quietly(s, job, now)
         return None
-    with poller._tx() as s:
+    with step.writing() as s:
         l = listener(s, job)
         decision = weigh(ctx, s, job, l, now)
         if decision.outcome != Outcome.WAKE:
@@ -170,8 +171,8 @@ def one(poller, job: Job, now: dt.datetime, report: TickReport) -> Optional[Plan
             return None
         d = gather(ctx, s, job, l, now)
     wake = drafts.compose_text(ctx, d)
-    with poller._tx() as s:
-        return record(ctx, s, job, d, wake, now, report)
+    with step.writing() as s:
+        return drafts.record(ctx, s, d, wake, now, report)
 
 
 def listener(s, job: Job):
@@ -190,38 +191,29 @@ def weigh(ctx: Context, s, job: Job, l, now: dt.datetime) -> law.Decision:
 
 
 def gather(ctx: Context, s, job: Job, l, now: dt.datetime) -> drafts.Draft:
+    """The wake's draft, recorded by the path every wake takes (:func:`drafts.record`):
+    only if the alarm's or agreement's version is still the one read and the law still
+    says wake, with what it covers written beside it."""
     values = ctx.settings.values(job.mood_id, job.agent_id, now)
     mood = MoodInfo.from_row(rows.mood_row(s, job.mood_id))
     d = drafts.gather(ctx, s, job.kind, l, ctx.agents[job.agent_id], mood, values, [], now,
                       force_tools=Tools.LOOK)
     d.request = dataclasses.replace(d.request, scheduled=job.info)
+    claimed = []
+
+    def still_due(s, l) -> bool:
+        row = (rows.claim_alarm if job.table == "alarm" else rows.claim_agreement)(
+            s, job.row_id, job.version)
+        claimed.append(row)
+        return row is not None and weigh(ctx, s, job, l, now).outcome == Outcome.WAKE
+
+    def write_covered(s, wake_id: int, _answers, now: dt.datetime) -> None:
+        row = claimed[-1]
+        covered(s, job, row, wake_id, now)
+        row.version += 1
+
+    d.guard, d.on_record = still_due, (write_covered,)
     return d
-
-
-def record(ctx: Context, s, job: Job, d: drafts.Draft, wake: compose.Wake, now: dt.datetime,
-           report: TickReport) -> Optional[Planned]:
-    """Record the wake with what it covers, if nothing moved since it was decided."""
-    if cycle.flag(s, "scram") is not None or not cycle.agent_active(s, job.agent_id):
-        return None
-    # The listener, then the agent's lock, as the listeners' wakes take them (no deadlock).
-    l = listener(s, job)
-    cycle.lock_agent(s, job.agent_id)
-    row = (rows.claim_alarm if job.table == "alarm" else rows.claim_agreement)(
-        s, job.row_id, job.version)
-    if row is None or weigh(ctx, s, job, l, now).outcome != Outcome.WAKE:
-        report.abandoned += 1
-        return None
-    w = cycle.add_wake(s, agent_id=job.agent_id, mood_id=job.mood_id, kind=job.kind, tools=d.tools,
-                       text=wake.text, prompt_tokens=wake.prompt_tokens,
-                       dial_source=wake.dial_source, now=now, answers=[], about_id=None,
-                       seen_id=d.seen_id)
-    cycle.record_decision(s, job.agent_id, job.mood_id, job.kind, "wake", "woke", None, now, w.id)
-    covered(s, job, row, w.id, now)
-    row.version += 1
-    l.looked_id = max(l.looked_id or 0, d.seen_id)
-    report.decisions.append((d.agent.handle, d.mood.slug, job.kind, "woke"))
-    log_decision(d.agent.handle, d.mood.slug, job.kind, law.WAKE, True)
-    return Planned(w.id, d.agent.handle, d.mood.slug, job.kind, d.tools, wake.text, [])
 
 
 def covered(s, job: Job, row, wake_id: int, now: dt.datetime) -> None:

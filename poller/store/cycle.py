@@ -281,24 +281,6 @@ def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[in
     return found
 
 
-def next_due(l: Listener, owed: bool, now: dt.datetime) -> Optional[dt.datetime]:
-    """The earliest time this listener needs looking at again."""
-    times = [t for t in (l.consider_due_at if l.consider_from_id else None,
-                         l.quiet_due_at) if t is not None]
-    if owed or l.arrival_signin_id or l.command_post_id:  # a command waits for nothing either
-        times.append(now)
-    soonest = min(times) if times else None
-    # Unprompted looks wait out a cooldown; a mention never does.
-    if soonest and not owed and l.cooldown_until is not None and soonest < l.cooldown_until:
-        soonest = l.cooldown_until
-    for due in (l.followup_due_at if l.followup_of else None,  # nor does a cut-off's follow-up,
-                now if l.return_of else None,  # a return's missed pings,
-                l.nudge_due_at):  # or an idle nudge
-        if due is not None:
-            soonest = due if soonest is None else min(soonest, due)
-    return soonest
-
-
 def due_listeners(s: Session, now: dt.datetime, limit: int,
                   after: Optional[tuple] = None) -> list[tuple[dt.datetime, int, int]]:
     """Listeners due by *now*, soonest first, as (due_at, agent_id, mood_id): the first

@@ -25,14 +25,15 @@ import html
 import importlib.resources
 import logging
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import jinja2
 
 import poller
+from poller import kinds
 from poller.kinds import Tools, WakeKind, names
 from poller import away
 from poller.wake import catchup, lines, summarize
@@ -43,7 +44,6 @@ from wiki_rules.fallback import BUILT_IN, DialWords
 
 log = logging.getLogger(__name__)
 
-KINDS = tuple(k for k in names(WakeKind) if k != WakeKind.COMMAND)  # a command is not composed
 TOOLS = names(Tools)
 
 # Shares of prompt_cap_chars the non-catch-up parts may take before they are clipped.
@@ -211,6 +211,9 @@ class WakeRequest:
     activities: Sequence[Activity] = ()
     judgment: Judgment | None = None
     back: Back | None = None
+    # What a kind declared outside the service shows, for its own template (as ``parts``);
+    # its organ escapes whatever a person wrote in it (poller.wake.lines).
+    parts: Mapping[str, Any] = field(default_factory=dict)
 
 
 # --- output -------------------------------------------------------------------
@@ -280,10 +283,17 @@ def kit_letter() -> str:
         encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=8)
 def environment(override: str | None = None) -> jinja2.Environment:
-    """The Jinja environment; files in *override* shadow the built-in ones."""
+    """The Jinja environment; files in *override* shadow the built-in ones, and the
+    folders kinds declared outside the service name hold theirs."""
+    extra = tuple(dict.fromkeys(k.templates for k in kinds.declared() if k.templates))
+    return _environment(override, extra)
+
+
+@functools.lru_cache(maxsize=8)
+def _environment(override: str | None, extra: tuple[str, ...]) -> jinja2.Environment:
     loaders: list[jinja2.BaseLoader] = [_ResourceLoader(_default_templates())]
+    loaders += [jinja2.FileSystemLoader(folder) for folder in extra]
     if override:
         loaders.insert(0, jinja2.FileSystemLoader(override))
     return jinja2.Environment(
@@ -299,7 +309,7 @@ def environment(override: str | None = None) -> jinja2.Environment:
 
 def _render(kind: str, context: dict, templates: str | Path | None) -> str:
     env = environment(str(templates) if templates else None)
-    return env.get_template(f"{kind}.j2").render(context)
+    return env.get_template(kinds.spec(kind).template_name).render(context)
 
 
 # --- compose ------------------------------------------------------------------
@@ -343,8 +353,9 @@ def compose(request: WakeRequest, *, config: WakeConfig, counter: Counter,
 
 
 def _check(request: WakeRequest) -> None:
-    if request.kind not in KINDS:
-        raise ValueError(f"unknown wake kind {request.kind!r}; expected one of {', '.join(KINDS)}")
+    composed = [k.name for k in kinds.declared() if k.composed]
+    if request.kind not in composed:
+        raise ValueError(f"unknown wake kind {request.kind!r}; expected one of {', '.join(composed)}")
     if request.tools not in TOOLS:
         raise ValueError(f"unknown tools {request.tools!r}; expected full or look")
     if request.kind == "arrival" and request.arrival is None:
@@ -479,6 +490,7 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "activities": [_activity(a) for a in request.activities],
         "judgment": _judgment(request),
         "back": _back(request, cap * PINGS_SHARE * scale),
+        "parts": dict(request.parts),
         "todo_url": lines.one_line(config.todo_pattern.format(
             slug=urllib.parse.quote(request.mood, safe="")), 1_000) if config.todo_pattern else "",
         "etiquette_url": lines.one_line(config.etiquette_url, 1_000),
@@ -647,12 +659,12 @@ def _duration(seconds: float) -> str:
 # --- frames with placeholders -----------------------------------------------------
 
 
-FRAMES = (  # (kind, tools, variant): every frame `preview --frames` prints
-    ("mention", "full", ""), ("mention", "look", ""), ("consider", "look", ""),
-    ("quiet", "look", ""), ("arrival", "look", ""), ("cut-off", "look", ""),
-    ("consider", "look", "session"), ("mention", "full", "judgment"), ("return", "full", ""),
-    ("nudge", "look", ""), ("alarm", "look", ""), ("checkin-missed", "look", ""),
-    ("checkin-contact", "look", ""))
+def frames() -> list[tuple[str, str, str]]:
+    """(kind, tools, variant): every frame `preview --frames` prints, as the kinds declare them."""
+    return [(k.name, tools, variant) for k in kinds.declared() if k.composed
+            for tools, variant in k.frames]
+
+
 VARIANTS = {"session": ", into a live session",
             "judgment": ", while it is away: a judgment (come back, or stay out)"}
 
@@ -661,8 +673,11 @@ def render_frames(config: WakeConfig, templates: str | Path | None = None) -> st
     """Every kind of wake with every optional part, placeholders in «», from
     the same templates compose() uses (for `mood-poller preview --frames`)."""
     out = []
-    for kind, tools, variant in FRAMES:
+    for kind, tools, variant in frames():
         context = dict(_placeholders(kind, tools, config), in_session=variant == "session")
+        placeholders = kinds.spec(kind).placeholders
+        if placeholders:
+            context.update(placeholders())
         if variant == "session":
             context["summary"] = "Earlier posts: in this session (up to «time» «the Mood's time zone»)."
         if variant == "judgment":
@@ -725,4 +740,5 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
                  "older": 0, "below": 1, "excerpts": 'Around «sender»\'s ping in "«mood»":\n'
                                          "[«sender», «time»] «a post around the ping»"},
         "catch_up": "[«sender», «time»] «post, word for word»\n[«sender», «time», new] «a newer post»\n",
+        "parts": {},
     }
