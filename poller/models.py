@@ -239,6 +239,9 @@ class Listener(Base):
     # Back from an absence with pings it missed: a return wake is due here (migration 0011).
     return_of: Mapped[int] = mapped_column(BigInteger, default=0)  # the activity; 0: none
     nudge_due_at: Mapped[Optional[dt.datetime]]  # an idle nudge is due here
+    # Kinds of wake that keep no column of their own: {kind: [due_at, ref]} as JSON, ""
+    # for none (migration 0014; see poller.store.cycle.mark).
+    marks: Mapped[str] = mapped_column(Text, default="")
 
 
 class Owed(Base):

@@ -13,6 +13,7 @@ import datetime as dt
 from typing import Optional
 
 from poller import kinds
+from poller.store import cycle
 
 
 def due_kinds(l, owed: list[int], now: dt.datetime) -> list[str]:
@@ -46,3 +47,22 @@ def next_due(l, owed, now: dt.datetime) -> Optional[dt.datetime]:
     for at in free:
         soonest = at if soonest is None else min(soonest, at)
     return soonest
+
+
+# -- kinds that keep their due time in a listener's marks -------------------------------------
+
+
+def marked(kind: str):
+    """A ``due_at`` hook for a kind that keeps no column of its own: the time its organ
+    set with :func:`poller.store.cycle.mark`."""
+    def due_at(l, owed, now: dt.datetime) -> Optional[dt.datetime]:
+        found = cycle.marks_of(l).get(kind)
+        return found[0] if found else None
+    return due_at
+
+
+def unmark(kind: str):
+    """An ``after_wake`` / ``after_skip`` hook that takes the kind's mark off the listener."""
+    def done(ctx, s, l, _done, now: dt.datetime) -> None:
+        l.marks = cycle.with_mark(l, kind, None)
+    return done

@@ -10,6 +10,7 @@ attributes the cycle updates in place.
 
 from __future__ import annotations
 
+import json
 import datetime as dt
 from dataclasses import dataclass
 from typing import Iterable, Optional
@@ -275,10 +276,37 @@ def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[in
     for agent_id, mood_id in pairs - set(found):
         row = Listener(agent_id=agent_id, mood_id=mood_id, last_person_id=0, looked_id=0,
                        consider_from_id=0, quiet_backoff=0, arrival_signin_id=0, followup_of=0,
-                       return_of=0)
+                       return_of=0, marks="")
         s.add(row)
         found[(agent_id, mood_id)] = row
     return found
+
+
+# -- marks: kinds of wake with no column of their own ------------------------------------
+
+
+def marks_of(l) -> dict[str, tuple[dt.datetime, int]]:
+    """A listener's marks: {kind: (due_at, ref)}."""
+    if not l.marks:
+        return {}
+    return {k: (dt.datetime.fromisoformat(at), ref) for k, (at, ref) in json.loads(l.marks).items()}
+
+
+def with_mark(l, kind: str, due_at: Optional[dt.datetime], ref: int = 0) -> str:
+    """The listener's marks with *kind* due at *due_at* (None: unmarked), as stored."""
+    marks = {k: [at.isoformat(), r] for k, (at, r) in marks_of(l).items() if k != kind}
+    if due_at is not None:
+        marks[kind] = [due_at.astimezone(dt.timezone.utc).isoformat(), ref]
+    return json.dumps(marks, sort_keys=True) if marks else ""
+
+
+def mark(s: Session, agent_id: int, mood_id: int, kind: str, due_at: dt.datetime,
+         ref: int = 0) -> None:
+    """Make *kind* due on the listener at *due_at* (made if missing), with *ref* for its
+    own use; the listener is looked at by then."""
+    l = listeners_for(s, {(agent_id, mood_id)})[(agent_id, mood_id)]
+    l.marks = with_mark(l, kind, due_at, ref)
+    l.due_at = due_at if l.due_at is None else min(l.due_at, due_at)
 
 
 def due_listeners(s: Session, now: dt.datetime, limit: int,
@@ -409,8 +437,13 @@ _LATEST_DECISION = (sa.select(_D.c.id, _D.c.outcome, _D.c.reason, _D.c.wake_id)
 
 
 def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, Decision]:
+    """The newest decision of each kind weighed for the pair (the service's own kinds in
+    their order, then any other kind declared)."""
     out = {}
-    for kind in WakeKind:
+    weighed = set(s.scalars(sa.select(Decision.kind).where(
+        Decision.agent_id == agent_id, Decision.mood_id == mood_id).distinct()))
+    order = {k: i for i, k in enumerate(WakeKind)}
+    for kind in sorted(weighed, key=lambda k: (order.get(k, len(order)), k)):
         q = (sa.select(Decision).where(Decision.agent_id == agent_id, Decision.mood_id == mood_id,
                                        Decision.kind == kind)
              .order_by(Decision.id.desc()).limit(1))
@@ -681,7 +714,7 @@ def listener_print(l) -> tuple:
     return (l.due_at, l.consider_from_id, l.consider_due_at, l.quiet_due_at,
             l.arrival_signin_id, l.looked_id, l.cooldown_until, l.hold_reason,
             l.followup_of, l.followup_due_at, l.stopped_at, l.command_post_id, l.return_of,
-            l.nudge_due_at)
+            l.nudge_due_at, l.marks)
 
 
 def newest_person_post(s: Session, mood_id: int) -> int:

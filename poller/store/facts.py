@@ -90,7 +90,7 @@ def _picker(which: list[int]):
 _UNTOUCHED = _picker(list(range(len(MUTABLE))))
 NEW = dict(last_person_id=0, looked_id=0, consider_from_id=0, quiet_backoff=0,
            arrival_signin_id=0, followup_of=0, command_post_id=0,
-           return_of=0)  # a new listener's columns that are not NULL
+           return_of=0, marks="")  # a new listener's columns that are not NULL
 
 
 def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
