@@ -9,8 +9,9 @@ write lock long.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
+from typing import Callable, Optional
 
-from poller.control import commands, slash
 from poller import law
 from poller.cycle import due
 from poller.cycle.context import Context, log
@@ -19,6 +20,54 @@ from poller.store import cycle, facts
 from poller.store.facts import ListenerRow
 
 BATCH = 1_000  # rows read per transaction: bounds the scan's memory and write-lock time
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What an organ reads in people's posts before they are conversation.
+
+    *carry_out* ``(ctx, s, post, addressed, listeners, now)`` does what a post tells
+    the service to do and returns the agents it named (their mention is owed no
+    answer).  *commands* ``(s, mentioned)`` finds the posts that are a command for
+    one agent (``{post_id: command}``), never conversation; *target*
+    ``(ctx, command, addressed)`` names that agent, and *take*
+    ``(ctx, s, listener, post, command, now)`` hands it the command.
+    """
+
+    name: str
+    carry_out: Optional[Callable] = None
+    commands: Optional[Callable] = None
+    target: Optional[Callable] = None
+    take: Optional[Callable] = None
+
+
+READERS: dict[str, Reader] = {}
+
+
+def read_with(reader: Reader) -> Reader:
+    """Register a reader of posts (an organ does, as it is loaded)."""
+    READERS[reader.name] = reader
+    return reader
+
+
+def carried_out(ctx: Context, s, r, addressed: set[int], listeners: dict,
+                now: dt.datetime) -> set[int]:
+    done: set[int] = set()
+    for reader in READERS.values():
+        if reader.carry_out:
+            done |= reader.carry_out(ctx, s, r, addressed, listeners, now)
+    return done
+
+
+def commands_in(s, mentioned: dict[int, set[int]]) -> dict[int, tuple[Reader, object]]:
+    """The posts among those mentioning an agent that are a command for one, with the
+    reader that found each."""
+    found: dict[int, tuple[Reader, object]] = {}
+    for reader in READERS.values():
+        if reader.commands and mentioned:
+            for post_id, said in reader.commands(s, mentioned).items():
+                found.setdefault(post_id, (reader, said))
+    return found
 
 
 def posts(ctx: Context, s, now: dt.datetime) -> int:
@@ -40,15 +89,16 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
         addressed = mentioned.get(r.id, set())
         if r.sender_trust == Trust.NONE and r.sender_kind == ParticipantKind.PERSON:
             addressed = set()  # people with trust none: a mention is just text
-        commanded = commands.carry_out(ctx, s, r, addressed, listeners, now) if addressed else ()
-        # (a slash command from someone with trust none is refused too, not read as mere text)
-        target = command_target(ctx, asked.get(r.id), mentioned.get(r.id, set()))
+        commanded = carried_out(ctx, s, r, addressed, listeners, now) if addressed else set()
+        # (a command from someone with trust none is refused too, not read as mere text)
+        reader, said = asked.get(r.id, (None, None))
+        target = reader.target(ctx, said, mentioned.get(r.id, set())) if reader else None
         for agent_id in agent_ids:
             try:
                 l = listeners[(agent_id, r.mood_id)]
                 if target is not None:  # a command is not conversation: nothing owed or considered
                     if agent_id == target:
-                        take_command(ctx, s, l, r, asked[r.id], now)
+                        reader.take(ctx, s, l, r, said, now)
                     continue
                 apply_post(ctx, l, r, agent_id, addressed, now, owed)
             except Exception as exc:  # one bad row must not stop every Mood, nor other agents
@@ -62,39 +112,6 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
     facts.save(s, listeners.values())
     cur.value, cur.at = rows[-1].id, now
     return len(rows)
-
-
-def commands_in(s, mentioned: dict[int, set[int]]) -> dict[int, slash.Asked]:
-    """The posts among those mentioning an agent that are slash commands (``@a /compact``)."""
-    texts = cycle.post_texts(s, list(mentioned)) if mentioned else {}
-    found = {post_id: slash.parse(text) for post_id, text in texts.items()}
-    return {post_id: a for post_id, a in found.items() if a is not None}
-
-
-def command_target(ctx: Context, asked, addressed: set[int]):
-    """The agent a command post is addressed to (the handle it starts with), or None."""
-    if asked is None:
-        return None
-    return next((a for a in addressed if ctx.agents[a].handle.lower() == asked.handle.lower()),
-                None)
-
-
-def take_command(ctx: Context, s, l: ListenerRow, r: cycle.PostEvent, asked: slash.Asked,
-                 now: dt.datetime) -> None:
-    """A person's slash command to this agent: due to run in its session here, or refused
-    with a one-line system note in the Mood (the agent is not woken by it)."""
-    agent = ctx.agents[l.agent_id]
-    waiting = cycle.post_texts(s, [l.command_post_id]) if l.command_post_id else {}
-    before = slash.parse(waiting.get(l.command_post_id, ""))
-    why = slash.refusal(asked, agent.handle, agent.waker, r.sender_kind, r.sender_trust,
-                           before.word if before else "")
-    if why:
-        cycle.add_system_post(s, r.mood_id, l.agent_id, why, now, ctx.counter.count(why))
-        log.info("command %s for %s refused: %s", asked.shown, agent.handle, why,
-                 extra={"action": "command_refused", "agent": agent.handle, "post_id": r.id})
-        return
-    l.command_post_id = r.id
-    l.due_at = now
 
 
 def apply_post(ctx: Context, l: ListenerRow, r: cycle.PostEvent, agent_id: int,

@@ -6,7 +6,7 @@ quiet) and a cut-off's follow-up (a turn ended with no reply), each declared
 once with :func:`poller.kinds.register`: its traits for the law, when it is
 due on a listener, what its wake shows, and what a wake or a skip of it
 leaves on the listener.  The organs declare theirs the same way, in their
-own ``wakes`` module (:mod:`poller.cycle.organs` loads them all).
+own ``organ`` module (:mod:`poller.cycle.organs` loads them all).
 """
 
 from __future__ import annotations
