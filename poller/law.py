@@ -30,8 +30,9 @@ ended silent, each further silent one doubles the Mood's consider spacing
 12 h rest.  A quiet look's doubling resets when someone speaks; a Mood's calm
 resets when an agent speaks there or a person names one.
 
-Away: while an agent is out on an activity (:mod:`poller.away`), one gate,
-right after the Mood's own (listening, archived), weighs every wake.
+Away: while an agent is out on an activity, one gate added by away and back
+(:func:`poller.away.gate`, through :func:`add_rule`), right after the Mood's own
+(listening, archived), weighs every wake.
 Considers, quiet looks, arrivals and the rest are ``skipped:away``.  A
 mention earns one *judgment* (it wakes as usual, and the wake asks whether
 to come back) only from a person with trust ``full`` who has not had one this
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from poller import kinds
 from poller.kinds import Outcome, WakeKind
@@ -63,33 +64,6 @@ def slowed(base_s: float, doublings: int) -> dt.timedelta:
     if doublings <= 0:
         return dt.timedelta(seconds=base_s)
     return min(dt.timedelta(seconds=base_s * 2 ** min(doublings, 32)), REST)
-
-
-@dataclass(frozen=True)
-class Pinger:
-    """Who sent one of the mentions owed, as the away gate weighs them."""
-
-    handle: str
-    full_person: bool  # a person with trust full
-    judged: bool = False  # has had its judgment this absence
-
-
-@dataclass(frozen=True)
-class Away:
-    """The agent is out: what the away gate weighs a wake on."""
-
-    since: dt.datetime
-    until: dt.datetime  # when it is due back
-    reachable: bool  # the activity lets a trusted ping call it back
-    left_here: bool  # the Mood weighed is the one it left from
-    pingers: tuple[Pinger, ...] = ()  # the owed mentions' senders (mentions only)
-
-    def judges(self) -> tuple[str, ...]:
-        """The handles whose pings earn a judgment wake now."""
-        if not (self.left_here and self.reachable):
-            return ()
-        return tuple(dict.fromkeys(p.handle for p in self.pingers
-                                   if p.full_person and not p.judged))
 
 
 @dataclass(frozen=True)
@@ -126,8 +100,9 @@ class Facts:
     # dollars: what the agent spent since midnight in the Mood's zone, here and in every Mood
     spent_here: float = 0.0
     spent_all: float = 0.0
-    # the agent is out on an activity; None: it is at the screen
-    away: Optional[Away] = None
+    # the agent is out: what the organ that sent it out says (poller.away.Away); None: it
+    # is at the screen
+    away: Optional[Any] = None
 
 
 @dataclass(frozen=True)
@@ -149,9 +124,21 @@ class Decision:
 WAKE = Decision(Outcome.WAKE, "woke")
 
 
+# Rules organs add, weighed right after the Mood's own gates (listening, archived):
+# away and back's gate (poller.away.gate) is one.  Each takes the Facts and returns a
+# Decision, or None to let the next rule speak.
+ORGAN_RULES: list[Callable[["Facts"], Optional["Decision"]]] = []
+
+
+def add_rule(rule: Callable[["Facts"], Optional["Decision"]]) -> None:
+    """Weigh *rule* after the Mood's gates (an organ calls this as it is loaded)."""
+    if rule not in ORGAN_RULES:
+        ORGAN_RULES.append(rule)
+
+
 def decide(f: Facts) -> Decision:
     """Apply the law, first blocking rule wins."""
-    for rule in (_gates, _away, _kind_rules, _budget, _capacity, _pacing, _floor):
+    for rule in (_gates, *ORGAN_RULES, _kind_rules, _budget, _capacity, _pacing, _floor):
         verdict = rule(f)
         if verdict is not None:
             return verdict
@@ -196,33 +183,6 @@ def _gates(f: Facts) -> Optional[Decision]:
     if listening == "mentions" and not k.owed:
         return Decision(Outcome.SKIP, "listening-mentions")
     return None
-
-
-def _away(f: Facts) -> Optional[Decision]:
-    """While the agent is out: a judgment, a ping noted for its return, or nothing."""
-    a = f.away
-    how = kinds.spec(f.kind).while_away
-    if a is None or how == "pass":
-        return None  # scheduled wakes pierce an absence; a person's command runs in the session
-    if how == "judge":
-        why = noted_because(a)
-        return Decision(Outcome.SKIP, why) if why else None
-    if how == "wait":  # back and out again before its pings were read: they wait
-        return Decision(Outcome.DEFER, "away", a.until)
-    return Decision(Outcome.SKIP, "away")
-
-
-def noted_because(a: Away) -> str:
-    """Why the owed mentions are noted for the return rather than judged ("" to judge)."""
-    if not a.left_here:
-        return "away-noted-other-mood"
-    if not a.reachable:
-        return "away-noted-unreachable"
-    if a.judges():
-        return ""
-    if any(p.full_person for p in a.pingers):
-        return "away-noted-judged"
-    return "away-noted-trust"
 
 
 def _kind_rules(f: Facts) -> Optional[Decision]:

@@ -154,14 +154,14 @@ def facts(kind="mention", **kw):
 
 
 def out(left_here=True, reachable=True, *pingers):
-    return law.Away(NOW - dt.timedelta(minutes=10), NOW + dt.timedelta(minutes=20), reachable,
+    return away.Away(NOW - dt.timedelta(minutes=10), NOW + dt.timedelta(minutes=20), reachable,
                     left_here, tuple(pingers))
 
 
-ADA = law.Pinger("ada", full_person=True)
-ADA_JUDGED = law.Pinger("ada", full_person=True, judged=True)
-BOB_LOOK = law.Pinger("bob", full_person=False)
-BOT = law.Pinger("otherbot", full_person=False)
+ADA = away.Pinger("ada", full_person=True)
+ADA_JUDGED = away.Pinger("ada", full_person=True, judged=True)
+BOB_LOOK = away.Pinger("bob", full_person=False)
+BOT = away.Pinger("otherbot", full_person=False)
 
 
 @pytest.mark.parametrize("kind, away_, code", [
@@ -192,7 +192,7 @@ def test_the_away_gate(kind, away_, code):
 
 
 def test_judges_are_the_unjudged_trusted_people_once_each():
-    a = out(True, True, ADA, BOB_LOOK, ADA, law.Pinger("cy", True), law.Pinger("dee", True, True))
+    a = out(True, True, ADA, BOB_LOOK, ADA, away.Pinger("cy", True), away.Pinger("dee", True, True))
     assert a.judges() == ("ada", "cy")
     assert out(False, True, ADA).judges() == () and out(True, False, ADA).judges() == ()
 
@@ -364,7 +364,7 @@ def test_a_return_wake_lists_pings_and_the_posts_around_the_newest_three_only():
                                 [p(i - 1, f"before {i}", "bob"), p(i, f"@helper ping {i}")]
                                 if i >= 10 else ()) for i in (2, 4, 6, 10, 12, 14)]
     pings.append(compose.MissedPing("lobby", p(20, "@helper in the lobby")))
-    back = compose.Back("out for a creek walk", 40 * 60, False, True, pings)
+    back = compose.Back(away.phrase("out for a creek walk"), 40 * 60, False, True, pings)
     text = wake(kind="return", woke=[], back=back, history=[p(20, "@helper in the lobby")])
     assert "You are back at the screen from a creek walk: you were out for about 40 minutes." in text
     assert "7 posts named you or replied to you" in text

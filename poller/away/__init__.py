@@ -22,7 +22,9 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import Optional
 
+from poller import kinds, law
 from poller.away import catalog as catalogs
+from poller.kinds import Outcome
 
 STOCK = "I'm back from {phrase}."
 RETURN_MARK = "[returned from {phrase}]"
@@ -150,3 +152,61 @@ def clean_account(text: str) -> str:
     if len(flat) > EXPERIENCE_CHARS:
         flat = flat[:EXPERIENCE_CHARS - 1].rstrip() + "…"
     return _AT.sub("", flat)
+
+
+# -- the law's away gate ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pinger:
+    """Who sent one of the mentions owed, as the away gate weighs them."""
+
+    handle: str
+    full_person: bool  # a person with trust full
+    judged: bool = False  # has had its judgment this absence
+
+
+@dataclass(frozen=True)
+class Away:
+    """The agent is out: what the away gate weighs a wake on."""
+
+    since: dt.datetime
+    until: dt.datetime  # when it is due back
+    reachable: bool  # the activity lets a trusted ping call it back
+    left_here: bool  # the Mood weighed is the one it left from
+    pingers: tuple[Pinger, ...] = ()  # the owed mentions' senders (mentions only)
+
+    def judges(self) -> tuple[str, ...]:
+        """The handles whose pings earn a judgment wake now."""
+        if not (self.left_here and self.reachable):
+            return ()
+        return tuple(dict.fromkeys(p.handle for p in self.pingers
+                                   if p.full_person and not p.judged))
+
+
+def gate(f: law.Facts) -> Optional[law.Decision]:
+    """The law's away gate, weighed right after the Mood's own (see :func:`poller.law.add_rule`):
+    while the agent is out, a judgment, a ping noted for its return, or nothing."""
+    a = f.away
+    how = kinds.spec(f.kind).while_away
+    if a is None or how == "pass":
+        return None  # scheduled wakes pierce an absence; a person's command runs in the session
+    if how == "judge":
+        why = noted_because(a)
+        return law.Decision(Outcome.SKIP, why) if why else None
+    if how == "wait":  # back and out again before its pings were read: they wait
+        return law.Decision(Outcome.DEFER, "away", a.until)
+    return law.Decision(Outcome.SKIP, "away")
+
+
+def noted_because(a: Away) -> str:
+    """Why the owed mentions are noted for the return rather than judged ("" to judge)."""
+    if not a.left_here:
+        return "away-noted-other-mood"
+    if not a.reachable:
+        return "away-noted-unreachable"
+    if a.judges():
+        return ""
+    if any(p.full_person for p in a.pingers):
+        return "away-noted-judged"
+    return "away-noted-trust"

@@ -1,14 +1,21 @@
-"""Away and back's kinds of wake: the return (the pings missed while out) and the idle nudge.
+"""Away and back in the cycle: its kinds of wake, its gate in the law, and its presence.
 
-Declared with :func:`poller.kinds.register`, as the core declares its own
-(:mod:`poller.cycle.wakes`); the cycle finds them through
-:mod:`poller.cycle.organs`.
+Its kinds, the return (the pings missed while out) and the idle nudge, are
+declared with :func:`poller.kinds.register`, as the core declares its own
+(:mod:`poller.cycle.wakes`); its gate (:func:`poller.away.gate`) is added to
+the law; and its :class:`poller.cycle.presence.Presence` tells the cycle what an
+absence means for one wake: the law's ``away`` fact, the pings kept for the
+return, a judgment's state line, the activities on offer, fresh eyes.  The
+cycle finds all of it through :mod:`poller.cycle.organs`.
 """
 
 from __future__ import annotations
 
-from poller import kinds
-from poller.cycle import draft as drafts
+import datetime as dt
+
+from poller import away, kinds, law
+from poller.away import catalog
+from poller.cycle import draft as drafts, presence
 from poller.kinds import KindSpec, WakeKind
 from poller.store import away as absences, gather
 from poller.wake import compose
@@ -32,7 +39,7 @@ def returned(g: drafts.Gathering) -> drafts.Material:
                                      if m.post_id in newest else ())
                   for m in missed if m.post_id in posts)
     out_for = ((absence.returned_at or absence.due_at) - absence.departed_at).total_seconds()
-    back = compose.Back(absence.label, out_for, absence.cut_short_by is not None,
+    back = compose.Back(away.phrase(absence.label), out_for, absence.cut_short_by is not None,
                         absence.fresh_eyes, pings)
 
     def carried(s, wake_id: int, answers: list[int], now) -> None:
@@ -58,3 +65,65 @@ RETURN = kinds.register(KindSpec(
 NUDGE = kinds.register(KindSpec(
     WakeKind.NUDGE, 80, due_at=lambda l, owed, now: l.nudge_due_at, schedule="free",
     after_wake=nudge_done, after_skip=nudge_done))
+
+
+# -- the law's gate and the cycle's presence ---------------------------------------------------
+
+NOTED = "away-noted"  # the reason codes of mentions kept for an agent's return
+
+
+def judged_here(kind: str) -> bool:
+    """A kind a trusted ping may turn into a judgment (a mention)."""
+    return kinds.spec(kind).while_away == "judge"
+
+
+def fact(s, absence: absences.Absence, l, kind: str, owed: list[int]) -> away.Away:
+    """What the away gate weighs for one wake of an agent that is out; for a mention,
+    who sent the owed posts and who has had their judgment this absence."""
+    pingers = ()
+    if judged_here(kind):
+        judged = absences.judged(s, absence.id)
+        pingers = tuple(away.Pinger(p.handle, p.full_person, p.sender_id in judged)
+                        for p in absences.pings(s, owed))
+    return away.Away(absence.departed_at, absence.due_at, absence.reachable,
+                     absence.mood_id == l.mood_id, pingers)
+
+
+def noted(s, absence: absences.Absence, l, agent, owed: list[int], values: dict,
+          decision: law.Decision, notes: list[str], now: dt.datetime) -> None:
+    """Mentions the gate kept for the return: noted; the first time in a Mood this
+    absence, said there (once, like a hold)."""
+    if not decision.reason.startswith(NOTED):
+        return
+    if absences.note(s, absence, l.agent_id, l.mood_id, owed, now):
+        where = away.presence(absence.label, absence.due_at, values["timezone"])
+        notes.append(f"@{agent.handle} is away from the screen ({where}): mentions of it "
+                     f"are kept for when it is back.")
+    l.hold_reason, l.hold_since = None, None
+
+
+def parts(agent, absence, kind: str, judges: tuple[str, ...], now: dt.datetime) -> dict:
+    """The away how-to's activities (an agent with a catalog, at the screen), or a
+    judgment's state line (a mention while it is out); nothing for any other agent."""
+    if absence is not None:
+        if not judged_here(kind):
+            return {}
+        return {"judgment": compose.Judgment(absence.label,
+                                             (now - absence.departed_at).total_seconds(), judges)}
+    cat = catalog.of(agent)
+    if cat is None:
+        return {}
+    return {"activities": tuple(compose.Activity(e.id, e.label, *e.duration, e.reachable)
+                                for e in cat.entries)}
+
+
+def recorded(s, draft, wake_id: int, now: dt.datetime) -> None:
+    """A mention wake while the agent is out is a judgment: its pingers have had theirs."""
+    if judged_here(draft.kind):
+        absences.mark_judgment(s, draft.absence.id, wake_id, draft.answers, now)
+
+
+law.add_rule(away.gate)
+presence.register(presence.Presence(
+    fact=fact, judges=lambda f: f.judges(), noted=noted, parts=parts,
+    window=absences.window, recorded=recorded))

@@ -19,14 +19,14 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from poller.away import catalog as catalogs
 from poller.wake import compose
 from poller import kinds, law
 from poller.cycle import due
 from poller.cycle.context import Context, Planned, TickReport, log_decision
-from poller.kinds import ParticipantKind, Tools, Trust, WakeKind
+from poller.kinds import ParticipantKind, Tools, Trust
 from poller.models import Listener
-from poller.store import away as absences, cycle, gather as reads
+from poller.cycle import presence
+from poller.store import cycle, gather as reads
 from poller.values import AgentInfo, MoodInfo
 
 
@@ -46,7 +46,7 @@ class Draft:
     fingerprint: tuple = ()
     decision: Optional[law.Decision] = None
     command: str = ""  # a person's slash command to run as it is (/compact): nothing composed
-    judgment_of: Optional[int] = None  # the absence this mention wake is a judgment of
+    absence: object = None  # the agent is out (what the store read of it), for the record
     # What its kind writes with the recorded wake: (s, wake_id, answers, now) each.
     on_record: tuple[Callable, ...] = ()
     # Whether it still stands when recorded, for a wake not decided on a listener's
@@ -68,7 +68,7 @@ class Gathering:
     owed: list[int]
     since: int  # the newest post the agent's live session here holds (0: none)
     held: bool  # it keeps a live session here
-    fresh: Optional[absences.Window]
+    fresh: object  # where its catch-up may start (after a long absence), or None
     now: dt.datetime
 
     def history(self, after: int, woke: set[int] = frozenset(), keep_from: int = 0):
@@ -105,7 +105,7 @@ def lately(g: Gathering, keep_from: int = 0) -> Material:
 
 def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: MoodInfo,
            values: dict, owed: list[int], now: dt.datetime,
-           force_tools: Optional[str] = None, absence: Optional[absences.Absence] = None,
+           force_tools: Optional[str] = None, absence: object = None,
            judges: tuple[str, ...] = ()) -> Draft:
     """Read everything the wake will say, inside the deciding transaction.
 
@@ -116,10 +116,10 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
     shown.  Agents without a session get the full catch-up every time.  What
     the wake shows is its kind's (:attr:`poller.kinds.KindSpec.gather`).
 
-    Away and back: an agent with an activities catalog is offered its
-    activities while it is at the screen; a mention while it is out (*absence*)
-    is a judgment (*judges* pinged it); after a long absence its catch-up
-    starts where it left, without the backlog it missed.
+    An agent that may be out (*absence*, *judges*: see :mod:`poller.cycle.presence`)
+    is shown what the organ that sent it out says: its activities while it is at
+    the screen, a judgment's state line while it is out, a catch-up that starts
+    where it left after a long absence.
     """
     spec = kinds.spec(kind)
     if not spec.composed:  # a person's command, run as typed: its kind makes the whole draft
@@ -128,7 +128,7 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
             if spec.delta else None)
     since = held.seen_id if held else 0
     g = Gathering(ctx, s, l, agent, mood, values, owed, since, bool(held),
-                  absences.window(s, agent.id, mood.id), now)
+                  presence.current().window(s, agent.id, mood.id), now)
     m = spec.gather(g) if spec.gather else lately(g)
     hist = m.history
     if since:  # its own replies since are in the session already, as it wrote them
@@ -153,30 +153,13 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
         session_until=held.seen_at if since else None,
         rules=rules_in_wake(agent, values, since, extras),
         checkins=reads.checkin_people(s, agent.id, mood.id),
-        **letter(s, agent, mood, values), **away_parts(agent, absence, kind, judges, now),
+        **letter(s, agent, mood, values), **presence.current().parts(agent, absence, kind, judges, now),
         **m.parts)
     # What the session holds is still held: the next delta starts after all of it.
     draft = Draft(agent, mood, kind, tools, request, m.answers, m.about_id,
                   max(shown | {since}), extras, on_record=m.on_record)
-    if kind == WakeKind.MENTION and absence is not None:
-        draft.judgment_of = absence.id
+    draft.absence = absence
     return draft
-
-
-def away_parts(agent: AgentInfo, absence: Optional[absences.Absence], kind: str,
-               judges: tuple[str, ...], now: dt.datetime) -> dict:
-    """The away how-to's activities (an agent with a catalog, at the screen), or a
-    judgment's state line (a mention while it is out); nothing for any other agent."""
-    if absence is not None:
-        if kind != WakeKind.MENTION:
-            return {}
-        return {"judgment": compose.Judgment(absence.label,
-                                             (now - absence.departed_at).total_seconds(), judges)}
-    cat = catalogs.of(agent)
-    if cat is None:
-        return {}
-    return {"activities": tuple(compose.Activity(e.id, e.label, *e.duration, e.reachable)
-                                for e in cat.entries)}
 
 
 def letter(s, agent: AgentInfo, mood: MoodInfo, values: dict) -> dict:
@@ -243,8 +226,8 @@ def record(ctx: Context, s, draft: Draft, wake: compose.Wake, now: dt.datetime,
                          dial_source=wake.dial_source, now=now, answers=draft.answers,
                          about_id=draft.about_id, seen_id=draft.seen_id)
     reads.taken(s, row.id, draft.extras)  # handed context and refusals go out once
-    if draft.judgment_of is not None:  # its pingers have had their judgment
-        absences.mark_judgment(s, draft.judgment_of, row.id, draft.answers, now)
+    if draft.absence is not None:  # e.g. its pingers have had their judgment
+        presence.current().recorded(s, draft, row.id, now)
     for write in draft.on_record:
         write(s, row.id, draft.answers, now)
     cycle.record_decision(s, draft.agent.id, draft.mood.id, draft.kind, "wake", "woke", None,

@@ -24,12 +24,12 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Optional
 
-from poller import away as away_rules, kinds, law
+from poller import kinds, law
 from poller.cycle import draft as drafts
-from poller.cycle import due
+from poller.cycle import due, presence
 from poller.cycle.context import Context, TickReport, log_decision
 from poller.kinds import Outcome, ParticipantKind, Trust, WakeKind
-from poller.store import away as absences, cycle, facts
+from poller.store import cycle, facts
 from poller.store.facts import ListenerRow
 from poller.text import iso
 from poller.values import AgentInfo, MoodInfo
@@ -111,6 +111,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     values = ctx.settings.values(l.mood_id, l.agent_id, now)
     owed, load = l.owed, batch.load[l.agent_id]
     absence = batch.away.get(l.agent_id)
+    here = presence.current()
     base: Optional[dict] = None  # read only when a kind gets past the settings' gates
     retry: list[Optional[dt.datetime]] = []
     said = []
@@ -121,16 +122,15 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
         weighed = None
         if decision is None:
             base = base or dict(base_facts(ctx, load, l, mood, resolved, values, now,
-                                           batch.floor_holder(l.agent_id, l.mood_id),
-                                           away_fact(absence, l.mood_id)),
+                                           batch.floor_holder(l.agent_id, l.mood_id)),
                                 **budget_facts(s, l, values, now))
             extra = {**kind_facts(ctx, s, kind, l, owed, now), **mood_facts(batch, kind, l)}
-            if kind == WakeKind.MENTION and absence is not None:
-                extra["away"] = pinged(s, absence, l, owed)
+            if absence is not None:
+                extra["away"] = here.fact(s, absence, l, kind, owed)
             weighed = law.Facts(kind=kind, **{**base, **extra})
             decision = law.decide(weighed)
         if decision.outcome == Outcome.WAKE:
-            judges = weighed.away.judges() if weighed and weighed.away else ()
+            judges = here.judges(weighed.away) if weighed and weighed.away else ()
             d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now,
                               absence=absence, judges=judges)
             d.fingerprint, d.decision = fingerprint(l, load, now, batch), decision
@@ -141,8 +141,8 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
         new = batch.decide(l, kind, decision.outcome, decision.reason, decision.next_due)
         said.append((agent.handle, mood.slug, kind, decision, new))
         retry.append(after(ctx, s, decision, kind, l, agent, owed, notes, now))
-        if absence is not None and decision.reason.startswith(NOTED):
-            note_pings(s, absence, l, agent, owed, values, notes, now)
+        if absence is not None:
+            here.noted(s, absence, l, agent, owed, values, decision, notes, now)
     if not owed and l.hold_reason:
         l.hold_reason, l.hold_since = None, None
     pending = [t for t in retry if t is not None]
@@ -151,28 +151,6 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
         pending.append(max(untried, now))
     l.due_at = min(pending) if pending else None
     return None, said
-
-
-NOTED = "away-noted"  # the reason codes of mentions kept for an agent's return
-
-
-def away_fact(absence: Optional[absences.Absence], mood_id: int) -> Optional[law.Away]:
-    """What the away gate weighs, for a wake in *mood_id* of an agent that may be out."""
-    if absence is None:
-        return None
-    return law.Away(absence.departed_at, absence.due_at, absence.reachable,
-                    absence.mood_id == mood_id)
-
-
-def note_pings(s, absence: absences.Absence, l: ListenerRow, agent: AgentInfo,
-               owed: list[int], values: dict, notes: list[str], now: dt.datetime) -> None:
-    """Keep the owed mentions for the agent's return; the first time in a Mood this
-    absence, say so there (once, like a hold)."""
-    if absences.note(s, absence, l.agent_id, l.mood_id, owed, now):
-        where = away_rules.presence(absence.label, absence.due_at, values["timezone"])
-        notes.append(f"@{agent.handle} is away from the screen ({where}): mentions of it "
-                     f"are kept for when it is back.")
-    l.hold_reason, l.hold_since = None, None
 
 
 def fingerprint(l: ListenerRow, load: facts.Load, now: dt.datetime, batch: facts.Batch) -> tuple:
@@ -185,8 +163,7 @@ def fingerprint(l: ListenerRow, load: facts.Load, now: dt.datetime, batch: facts
 
 
 def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, resolved: dict,
-               values: dict, now: dt.datetime, floor_holder: Optional[str] = None,
-               away: Optional[law.Away] = None) -> dict:
+               values: dict, now: dt.datetime, floor_holder: Optional[str] = None) -> dict:
     """The facts every kind shares: settings, the Mood, the agent's load and caps, the
     floor, and whether it is out."""
     return dict(
@@ -195,7 +172,7 @@ def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, r
         busy_here=l.mood_id in load.here, running_for_agent=load.running,
         wakes_last_hour=tuple(load.woke),
         cooldown_until=l.cooldown_until, bot_chain_cap=ctx.cfg.bot_chain_cap,
-        floor_holder=floor_holder, away=away)
+        floor_holder=floor_holder)
 
 
 def budget_facts(s, l: ListenerRow, values: dict, now: dt.datetime) -> dict:
@@ -263,16 +240,6 @@ def mood_facts(batch: facts.Batch, kind: str, l: ListenerRow) -> dict:
         return {}
     calm, last = batch.calm.get(l.mood_id, (0, None))
     return {"calm_turns": calm, "calm_last": last, "typing_at": batch.moods[l.mood_id].typing_at}
-
-
-def pinged(s, absence: absences.Absence, l: ListenerRow, owed: list[int]) -> law.Away:
-    """The away gate's facts for mentions owed while the agent is out: who sent them,
-    and who has had their judgment this absence."""
-    judged = absences.judged(s, absence.id)
-    return law.Away(absence.departed_at, absence.due_at, absence.reachable,
-                    absence.mood_id == l.mood_id,
-                    tuple(law.Pinger(p.handle, p.full_person, p.sender_id in judged)
-                          for p in absences.pings(s, owed)))
 
 
 def bot_chain(ctx: Context, s, l: ListenerRow, owed: list[int]) -> int:

@@ -35,7 +35,6 @@ import jinja2
 import poller
 from poller import kinds
 from poller.kinds import Tools, WakeKind, names
-from poller import away
 from poller.wake import catchup, lines, summarize
 from poller.config import WakeConfig
 from poller.wake.lines import WakePost
@@ -157,7 +156,7 @@ class MissedPing(NamedTuple):
 class Back(NamedTuple):
     """A return wake: what the agent is back from, and what it missed."""
 
-    label: str  # the catalog label it was out with
+    phrase: str  # what it is back from, as the wake says it ("a creek walk")
     out_for_s: float
     cut_short: bool = False
     fresh_eyes: bool = False  # long enough that the catch-up starts where it left
@@ -554,7 +553,7 @@ def _back(request: WakeRequest, share: float) -> dict:
             blocks.append(f'Around {lines.one_line(m.post.sender, 80)}\'s ping in "'
                           f'{lines.one_line(m.mood, FIELD_CHARS)}":\n'
                           + _post_lines(posts, request.now, share / 2 / EXCERPTS))
-    return {"phrase": lines.one_line(away.phrase(b.label), FIELD_CHARS),
+    return {"phrase": lines.one_line(b.phrase, FIELD_CHARS),
             "out_for": _duration(b.out_for_s), "cut_short": bool(b.cut_short),
             "fresh": bool(b.fresh_eyes), "count": len(pings), "pings": one_liners,
             "older": older, "below": len(pings) - len(listed) - older,
