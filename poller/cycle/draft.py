@@ -27,6 +27,7 @@ from poller.cycle.context import Context, Planned, TickReport, log_decision
 from poller.kinds import SCHEDULED, ParticipantKind, Tools, Trust, WakeKind
 from poller.models import Listener
 from poller.store import away as absences, cycle, gather as reads
+from poller.turns import registry
 from poller.values import AgentInfo, MoodInfo
 
 
@@ -197,7 +198,8 @@ def gather_command(ctx: Context, s, l: Listener, agent: AgentInfo, mood: MoodInf
 
 def letter(s, agent: AgentInfo, mood: MoodInfo, values: dict) -> dict:
     """The letter and who has been here, on the agent's first turn in the Mood; else nothing."""
-    if not reads.first_turn(s, agent.id, mood.id, keeps_sessions=agent.waker == "claude-code"):
+    keeps = registry.capabilities(agent.waker).keeps_session
+    if not reads.first_turn(s, agent.id, mood.id, keeps_sessions=keeps):
         return {}
     return {"letter": values.get("letter") or compose.kit_letter(),
             "people": reads.people(s, mood.id, agent.id)}
@@ -207,7 +209,7 @@ def rules_in_wake(agent: AgentInfo, values: dict, since: int, extras: reads.Extr
     """The Mood's rules, when this wake carries them: for agents whose instructions come
     in the wake (not Claude Code's: --append-system-prompt), on a fresh start and
     whenever they changed."""
-    if agent.waker == "claude-code" or not values.get("rules"):
+    if not registry.capabilities(agent.waker).instructions_in_wake or not values.get("rules"):
         return ""
     changed = any(c.key == "rules" for c in extras.settings_changed)
     return values["rules"] if not since or changed else ""
