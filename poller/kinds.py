@@ -20,7 +20,7 @@ class WakeKind(StrEnum):
     CONSIDER = "consider"
     QUIET = "quiet"
     CUT_OFF = "cut-off"  # a look-only follow-up after a turn was cut off with no reply
-    COMMAND = "command"  # a person's slash command (/compact...) run in a Claude Code session
+    COMMAND = "command"  # a person's slash command (/compact...) run in the agent's session
     RETURN = "return"  # back from an activity: the pings missed while out
     NUDGE = "nudge"  # the Mood it last spoke in has been quiet: an activity is on offer
     # Scheduled: due at a time, not by what was said (poller.schedules.scheduled decides them,
@@ -167,12 +167,6 @@ class PingKind(StrEnum):
     JUDGMENT = "judgment"  # woke it for a judgment: come back now, or stay out
     NOTED = "noted"  # noted by the gate, for the return
     FOUND = "found"  # found at the return by scanning the posts made while it was out
-
-
-class Waker(StrEnum):
-    COMMAND = "command"
-    CLAUDE_CODE = "claude-code"
-    URL = "url"
 
 
 class Outcome(StrEnum):

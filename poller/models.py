@@ -88,7 +88,7 @@ class Agent(Base):
     __tablename__ = "agents"
 
     participant_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), primary_key=True)
-    waker: Mapped[str] = mapped_column(String(16))  # command | claude-code | url
+    waker: Mapped[str] = mapped_column(String(16))  # a registered waker's name (command, url...)
     command: Mapped[Optional[str]] = mapped_column(Text)
     url: Mapped[Optional[str]] = mapped_column(Text)
     timeout: Mapped[Optional[float]]  # seconds; None: the config's defaults

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from poller.text import iso
 
@@ -75,6 +75,16 @@ class AgentInfo:
             opts["headers"] = {k: "***" for k in opts["headers"]}
         out["options"] = opts
         return out
+
+
+class WakerShape(Protocol):
+    """What the store must know of an agent's waker to keep its row whole (a
+    :class:`poller.turns.wakers.Waker` class is one): its name, the agent field
+    that aims it (``command``, ``url`` or ``""``) and the options it takes."""
+
+    name: str
+    target: str
+    accepts: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@
 #     the operator's kit is checked with them; no running systemd is needed.
 #   - chromium: the web page is tested in a real headless browser (Playwright
 #     drives /usr/bin/chromium; `playwright install` is never run).
-#   - Python packages: this project with its test extras, editable.
+#   - Python packages: this project with its test extras, editable, and the small
+#     outside waker package under tests/plugins/.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -k wiki`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,9 @@ fi
 # --prefer-binary: the Matrix tests' homeserver (matrix-synapse) and its libraries
 # install from wheels, with no compiler or Debian dev packages.
 python3 -m pip install -q --disable-pip-version-check --prefer-binary -e '.[test]'
+# A waker shipped as a package of its own, which the suite finds through its entry
+# point (tests/test_waker_plugins.py); --no-deps: its one dependency is this project.
+python3 -m pip install -q --disable-pip-version-check --no-deps ./tests/plugins/mood-poller-echo-waker
 # Two workers: the machines this runs on have two cores, and most tests wait on
 # a subprocess or a database rather than compute.
 exec python3 -m pytest -q -n 2 "$@"

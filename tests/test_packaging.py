@@ -60,6 +60,17 @@ def test_the_wheel_carries_templates_migrations_and_every_kit_file(dist):
     assert not any(n.startswith("tests/") for n in names)
 
 
+def test_the_wheel_registers_the_pollers_own_wakers_as_outside_ones_register(dist):
+    from poller.turns import registry, wakers
+
+    with zipfile.ZipFile(dist["wheel"]) as wheel:
+        (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        points = configparser.ConfigParser()
+        points.read_string(wheel.read(name).decode())
+    assert dict(points[registry.GROUP]) == {cls.name: f"poller.turns.wakers:{cls.__name__}"
+                                            for cls in wakers.BUILT_IN}
+
+
 def test_the_sdist_carries_license_changelog_templates_and_the_kit(dist):
     with tarfile.open(dist["sdist"]) as tar:
         names = tar.getnames()

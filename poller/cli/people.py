@@ -9,6 +9,7 @@ import click
 from poller import errors
 from poller.cli import App, common, pass_app
 from poller.secure import mask_text, mask_url
+from poller.turns import registry
 
 
 @click.group()
@@ -183,8 +184,12 @@ ACTIVITIES_HELP = ("Its activities catalog (TOML; the kit's activities.example.t
                    "'' (agent set) forgets it.")
 
 
-LITERAL_SECRET_HELP = ("Store a header value that looks like a credential as it is, in the "
-                       "database, instead of refusing it (prefer ${VAR}).")
+LITERAL_SECRET_HELP = ("Store a header or --option value that looks like a credential as it "
+                       "is, in the database, instead of refusing it (prefer ${VAR}).")
+WAKER_HELP = ("Wake it with the waker NAME: the poller's own (command, claude-code, url) or one "
+              "an installed package registers (entry-point group mood_poller.wakers).")
+OPTION_HELP = ("An option of its waker (repeatable), for wakers from other "
+               "packages; the poller's own wakers take theirs as the flags here.")
 
 
 @agent.command("add")
@@ -202,6 +207,8 @@ LITERAL_SECRET_HELP = ("Store a header value that looks like a credential as it 
 @click.option("--claude-bin", metavar="PATH", help="--claude-code: the claude executable (default: claude).")
 @click.option("--url", metavar="URL", help="POST each wake as JSON to URL; the reply comes back.")
 @click.option("--header", "headers", multiple=True, metavar="K:V", help=HEADER_HELP)
+@click.option("--waker", "waker_name", metavar="NAME", help=WAKER_HELP)
+@click.option("--option", "option_items", multiple=True, metavar="KEY=VALUE", help=OPTION_HELP)
 @click.option("--allow-literal-secret", is_flag=True, help=LITERAL_SECRET_HELP)
 @click.option("--timeout", type=float, metavar="SECONDS",
               help="Kill a turn after this long (default: poller.look_timeout, 900 s, look-only; "
@@ -219,20 +226,28 @@ LITERAL_SECRET_HELP = ("Store a header value that looks like a credential as it 
 def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
               session_dir: str | None, model: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
+              waker_name: str | None, option_items: tuple[str, ...],
               allow_literal_secret: bool, timeout: float | None, workdir: str | None,
               run_as: str | None, activities: str | None, as_json: bool) -> None:
-    """Add the agent HANDLE and how it is woken: --command, --claude-code or --url."""
-    waker, options = waker_options(command=command, claude_code=claude_code,
-                                   session_dir=session_dir, model=model,
-                                   permission_mode=permission_mode, claude_bin=claude_bin,
-                                   url=url, headers=headers,
-                                   allow_literal_secret=allow_literal_secret)
+    """Add the agent HANDLE and how it is woken: --command, --claude-code, --url or --waker."""
+    kind = registry.kind(chosen_waker(command=command, claude_code=claude_code, url=url,
+                                      waker=waker_name))
+    claude = {k: v for k, v in (("session_dir", session_dir), ("model", model),
+                                ("permission_mode", permission_mode),
+                                ("claude_bin", claude_bin)) if v}
+    refuse_unaccepted(kind, [*claude, *(["headers"] if headers else []),
+                             *(["run_as"] if run_as is not None else [])])
+    options = claude_options(claude)
+    check_url(url)
+    if headers:
+        options["headers"] = parse_headers(headers, allow_literal_secret)
     if run_as is not None:
-        options = {**options, "run_as": run_as}
+        options["run_as"] = checked_user(run_as)
+    options.update(waker_option_items(kind, option_items, allow_literal_secret))
     if activities:
-        options = {**options, "activities": activities_file(activities)}
-    a = app.store.add_agent(handle, app.now(), waker=waker, command=command, url=url,
-                            timeout=timeout, workdir=workdir, options=options)
+        options["activities"] = activities_file(activities)
+    a = app.store.add_agent(handle, app.now(), waker=kind.name, command=command, url=url,
+                            timeout=timeout, workdir=workdir, options=options, shape=kind)
     if as_json:
         common.echo_json(_masked(a.to_json()) | {"away": None})
         return
@@ -259,39 +274,64 @@ def activities_file(path: str) -> str:
 
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
-WAKER_FLAGS = (("--command", "command"), ("--claude-code", "claude-code"), ("--url", "url"))
+# The flags that name a waker, and the agent field each fills (a waker's target).
+WAKER_FLAGS = (("--command", "command", "command"), ("--claude-code", "claude-code", ""),
+               ("--url", "url", "url"))
+# Stored option keys as the flags that set them; any other is set with --option KEY=VALUE.
+OPTION_FLAGS = {"run_as": "--run-as", "session_dir": "--session-dir", "model": "--model",
+                "permission_mode": "--permission-mode", "bin": "--claude-bin",
+                "headers": "--header", "activities": "--activities"}
+# How an option the agent's waker does not take is refused (default: the Claude Code flags').
+REFUSALS = {"run_as": "{flags} applies only to agents that run a process ({wakers})",
+            "headers": "{flags} only applies with {wakers}"}
 
 
-def chosen_waker(*, command, claude_code, url, required: bool = True) -> str | None:
-    """The waker the flags name (None if none and not *required*); UserError if they clash."""
-    chosen = [(flag, waker) for (flag, waker), on in zip(WAKER_FLAGS, (command, claude_code, url))
+def chosen_waker(*, command, claude_code, url, waker=None, required: bool = True) -> str | None:
+    """The waker the flags name (None if none and not *required*); UserError if they clash.
+
+    ``--waker NAME`` names any installed waker; ``--command`` or ``--url`` go with it
+    only to fill the field that aims it (``--waker command --command CMD``).
+    """
+    given = (command, claude_code, url)
+    chosen = [(flag, name, field) for (flag, name, field), on in zip(WAKER_FLAGS, given)
               if on is not None and on is not False]
+    if waker is not None:
+        aim = registry.kind(waker).target
+        chosen = [c for c in chosen if not (c[2] and c[2] == aim)] + [("--waker", waker, "")]
     if len(chosen) > 1 or (required and not chosen):
         # A usage error (exit 2), like any other missing or clashing option.
-        raise click.UsageError("give exactly one of --command, --claude-code or --url"
-                               + (f" (got {', '.join(f for f, _ in chosen)})" if chosen else ""))
+        raise click.UsageError("give exactly one of --command, --claude-code, --url or --waker NAME"
+                               + (f" (got {', '.join(c[0] for c in chosen)})" if chosen else ""))
     return chosen[0][1] if chosen else None
 
 
-def waker_options(*, command, claude_code, url, headers, allow_literal_secret=False,
-                  **claude) -> tuple[str, dict]:
-    """Which waker the options name, and its stored options; UserError if they clash."""
-    waker = chosen_waker(command=command, claude_code=claude_code, url=url)
-    given = claude_options(waker, {k: v for k, v in claude.items() if v})
-    check_url(waker, url, headers)
-    if waker == "claude-code":
-        return "claude-code", given
-    if waker == "command":
-        return "command", {}
-    return "url", ({"headers": parse_headers(headers, allow_literal_secret)} if headers else {})
+def waker_flag(name: str) -> str:
+    """The flag that names the waker *name*."""
+    return next((flag for flag, waker, _ in WAKER_FLAGS if waker == name), f"--waker {name}")
 
 
-def claude_options(waker: str, given: dict) -> dict:
+def refuse_unaccepted(kind, given) -> None:
+    """UserError if the waker *kind* does not take one of the options *given* (their
+    stored keys), naming the wakers that do take it."""
+    given = ["bin" if key == "claude_bin" else key for key in given]
+    refused = [key for key in given if key not in kind.accepts]
+    if not refused:
+        return
+
+    def takers(key: str) -> list[str]:
+        return [w.name for w in registry.every() if key in w.accepts]
+
+    first = takers(refused[0])
+    same = [key for key in refused if takers(key) == first]
+    flags = ", ".join(OPTION_FLAGS.get(key, key) for key in same)
+    wakers = ", ".join(map(waker_flag, first)) or "no waker installed here"
+    raise errors.UserError(REFUSALS.get(same[0], "{flags} only apply with {wakers}")
+                           .format(flags=flags, wakers=wakers))
+
+
+def claude_options(given: dict) -> dict:
     """The Claude Code options given (``claude_bin`` stored as ``bin``); UserError if
-    the waker is another or the permission mode is unknown."""
-    if given and waker != "claude-code":
-        flags = ", ".join("--" + k.replace("_", "-") for k in given)
-        raise errors.UserError(f"{flags} only apply with --claude-code")
+    the permission mode is unknown."""
     mode = given.get("permission_mode")
     if mode and mode not in PERMISSION_MODES:
         raise errors.UserError(f"--permission-mode must be one of {', '.join(PERMISSION_MODES)}")
@@ -301,11 +341,51 @@ def claude_options(waker: str, given: dict) -> dict:
     return given
 
 
-def check_url(waker: str, url: str | None, headers) -> None:
-    if headers and waker != "url":
-        raise errors.UserError("--header only applies with --url")
+def check_url(url: str | None) -> None:
     if url is not None and not url.startswith(("http://", "https://")):
         raise errors.UserError(f"--url must start with http:// or https://, got {url!r}")
+
+
+def checked_user(name: str) -> str:
+    """*name*, a Unix user of this machine (``--run-as``); UserError if there is none."""
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        raise errors.UserError(f"--run-as: there is no Unix user {name!r} "
+                               "on this machine") from None
+    return name
+
+
+OPTION_KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def waker_option_items(kind, items, allow_literal_secret: bool = False,
+                       removable: bool = False) -> dict[str, str | None]:
+    """``--option KEY=VALUE`` items as options of the waker *kind*; with *removable*,
+    ``KEY=`` maps KEY to None.  A value that looks like a literal credential is
+    refused unless *allow_literal_secret*; no message shows a value."""
+    out: dict[str, str | None] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not OPTION_KEY.fullmatch(key):
+            raise errors.UserError("--option must look like key=value, the key in lower case "
+                                   f"(got a key {key[:40]!r})")
+        if key in OPTION_FLAGS:
+            raise errors.UserError(f"--option {key}: give it as {OPTION_FLAGS[key]}")
+        if key not in kind.accepts:
+            takes = ", ".join(k for k in kind.accepts if k not in OPTION_FLAGS)
+            raise errors.UserError(f"--option {key}: the {kind.name} waker takes no such option"
+                                   + (f" (it takes {takes})" if takes else ""))
+        why = literal_secret(value)
+        if why and not allow_literal_secret:
+            raise errors.UserError(f"--option {key}: the value looks like a literal secret "
+                                   f"({why}); give --allow-literal-secret to store it in the "
+                                   "database as it is")
+        out[key] = None if removable and not value else value
+    return out
 
 
 def parse_headers(items, allow_literal_secret: bool = False,
@@ -397,6 +477,9 @@ class TimeoutOrDefault(click.ParamType):
               "('' clears it).")
 @click.option("--header", "headers", multiple=True, metavar="K:V",
               help=HEADER_HELP + " Name: with no value removes that header; others are kept.")
+@click.option("--waker", "waker_name", metavar="NAME", help=WAKER_HELP)
+@click.option("--option", "option_items", multiple=True, metavar="KEY=VALUE",
+              help=OPTION_HELP + " KEY= with no value removes it.")
 @click.option("--allow-literal-secret", is_flag=True, help=LITERAL_SECRET_HELP)
 @click.option("--timeout", type=TimeoutOrDefault(), metavar="SECONDS",
               help="Kill a turn after this long ('default': the configured defaults).")
@@ -409,24 +492,29 @@ class TimeoutOrDefault(click.ParamType):
 def agent_set(app: App, handle: str, command: str | None, claude_code: bool | None,
               session_dir: str | None, model: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
+              waker_name: str | None, option_items: tuple[str, ...],
               allow_literal_secret: bool, timeout, workdir: str | None,
               run_as: str | None, activities: str | None, as_json: bool) -> None:
     """Change how the agent HANDLE is woken and its limits; only the options given change.
 
-    A new waker (--command, --claude-code or --url) drops the old one's
-    options; each option is checked as `agent add` checks it.
+    A new waker (--command, --claude-code, --url or --waker) drops the old
+    one's options; each option is checked as `agent add` checks it.
     """
     waker = chosen_waker(command=command, claude_code=claude_code or None, url=url,
-                         required=False)
-    effective = waker or app.store.agent(handle).waker
+                         waker=waker_name, required=False)
+    kind = registry.kind(waker or app.store.agent(handle).waker)
     claude = {k: v for k, v in (("session_dir", session_dir), ("model", model),
                                 ("permission_mode", permission_mode),
                                 ("claude_bin", claude_bin)) if v is not None}
-    options: dict = {k: v or None for k, v in claude_options(effective, claude).items()}
-    check_url(effective, url, headers)
+    # Clearing an option is refused where setting it would be, but for --run-as ''.
+    refuse_unaccepted(kind, [*claude, *(["headers"] if headers else []),
+                             *(["run_as"] if run_as else [])])
+    options: dict = {k: v or None for k, v in claude_options(claude).items()}
+    check_url(url)
     parsed = parse_headers(headers, allow_literal_secret, removable=True)
     if run_as is not None:
-        options["run_as"] = run_as or None
+        options["run_as"] = checked_user(run_as) if run_as else None
+    options.update(waker_option_items(kind, option_items, allow_literal_secret, removable=True))
     if activities is not None:
         options["activities"] = activities_file(activities) if activities else None
     changes: dict = {}
@@ -442,9 +530,9 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
         changes["workdir"] = workdir or None
     if not (changes or options or parsed):
         raise errors.UserError("nothing to change: give --command, --claude-code, --url, "
-                               "--header, --timeout, --workdir, --run-as, --activities or a "
-                               "Claude Code option")
-    change = app.store.set_agent(handle, options=options, headers=parsed, **changes)
+                               "--waker, --header, --option, --timeout, --workdir, --run-as, "
+                               "--activities or a Claude Code option")
+    change = app.store.set_agent(handle, options=options, headers=parsed, shape=kind, **changes)
     changed = change.changed()
     if as_json:
         common.echo_json({"agent": change.after.handle,
@@ -551,7 +639,7 @@ def _masked(row: dict) -> dict:
 
 def _target(a) -> str:
     target = mask_text(a.command) if a.command else (
-        mask_url(a.url, keep_user=False) if a.url else _claude_target(a))
+        mask_url(a.url, keep_user=False) if a.url else _summary(a))
     headers = (a.options or {}).get("headers")
     if headers:
         target += f" (headers: {', '.join(headers)})"
@@ -559,12 +647,10 @@ def _target(a) -> str:
     return f"{target} (as {run_as})" if run_as else target
 
 
-def _claude_target(a) -> str:
-    opts = a.options or {}
-    if a.waker != "claude-code":
-        return ""
-    return " ".join(filter(None, [opts.get("bin", "claude"), opts.get("model") and f"--model {opts['model']}",
-                                  opts.get("session_dir") and f"in {opts['session_dir']}"]))
+def _summary(a) -> str:
+    """What the agent's waker says of an agent aimed by its options alone."""
+    kind = registry.find(a.waker)
+    return kind.summary(a.options or {}) if kind is not None else f"({a.waker}: not installed here)"
 
 
 COMMANDS = [person, agent]

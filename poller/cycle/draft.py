@@ -27,6 +27,7 @@ from poller.kinds import ParticipantKind, Tools, Trust
 from poller.models import Listener
 from poller.cycle import presence
 from poller.store import cycle, gather as reads
+from poller.turns import registry
 from poller.values import AgentInfo, MoodInfo
 
 
@@ -164,7 +165,8 @@ def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: Mood
 
 def letter(s, agent: AgentInfo, mood: MoodInfo, values: dict) -> dict:
     """The letter and who has been here, on the agent's first turn in the Mood; else nothing."""
-    if not reads.first_turn(s, agent.id, mood.id, keeps_sessions=agent.waker == "claude-code"):
+    keeps = registry.capabilities(agent.waker).keeps_session
+    if not reads.first_turn(s, agent.id, mood.id, keeps_sessions=keeps):
         return {}
     return {"letter": values.get("letter") or compose.kit_letter(),
             "people": reads.people(s, mood.id, agent.id)}
@@ -174,7 +176,7 @@ def rules_in_wake(agent: AgentInfo, values: dict, since: int, extras: reads.Extr
     """The Mood's rules, when this wake carries them: for agents whose instructions come
     in the wake (not Claude Code's: --append-system-prompt), on a fresh start and
     whenever they changed."""
-    if agent.waker == "claude-code" or not values.get("rules"):
+    if not registry.capabilities(agent.waker).instructions_in_wake or not values.get("rules"):
         return ""
     changed = any(c.key == "rules" for c in extras.settings_changed)
     return values["rules"] if not since or changed else ""

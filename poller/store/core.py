@@ -25,20 +25,15 @@ from poller.store import bell
 from poller.models import (Activity, Agent, Listener, Mention, Mood, Owed, Participant, Post,
                            Setting, SignIn, Wake)
 
-from poller.kinds import IN_FLIGHT, AbsenceStatus, PostKind, Trust, Waker, names
+from poller.kinds import IN_FLIGHT, AbsenceStatus, PostKind, Trust, names
 from poller.store import outbox
 
 TRUST_LEVELS = names(Trust)
-WAKERS = names(Waker)
 
-# The options each waker uses; changing an agent's waker drops the others.
-WAKER_OPTIONS = {
-    Waker.COMMAND: ("run_as",),
-    Waker.CLAUDE_CODE: ("run_as", "session_dir", "model", "permission_mode", "bin"),
-    Waker.URL: ("headers",),
-}
-CLAUDE_OPTIONS = WAKER_OPTIONS[Waker.CLAUDE_CODE][1:]
 AGENT_OPTIONS = ("activities",)  # options of the agent itself, kept whatever its waker
+# What an agent aimed by one of its fields lacks without it (WakerShape.target).
+NEEDS = {"command": "an agent needs a command (--command CMD)",
+         "url": "an HTTP agent needs a URL (--url URL)"}
 
 KEEP = object()  # set_agent: leave this field as it is
 
@@ -125,8 +120,11 @@ class Store:
     def add_agent(self, handle: str, now: dt.datetime, *, waker: str = "command",
                   command: Optional[str] = None, url: Optional[str] = None,
                   timeout: Optional[float] = None, workdir: Optional[str] = None,
-                  options: Optional[dict] = None) -> values.AgentInfo:
-        check_agent(waker, command, url, timeout, options or {})
+                  options: Optional[dict] = None,
+                  shape: Optional[values.WakerShape] = None) -> values.AgentInfo:
+        """Add the agent HANDLE woken by *waker*; with its *shape* (the caller knows the
+        wakers, the store does not) an agent missing the field that aims it is refused."""
+        check_agent(shape, command, url, timeout)
         with self.writing() as s:
             # Agents are trusted to speak but not to wake each other with
             # full tools: their mentions wake look-only turns.
@@ -139,25 +137,30 @@ class Store:
 
     def set_agent(self, handle: str, *, waker: Optional[str] = None, command=KEEP, url=KEEP,
                   timeout=KEEP, workdir=KEEP, options: Optional[dict] = None,
-                  headers: Optional[dict] = None) -> values.AgentChange:
+                  headers: Optional[dict] = None,
+                  shape: Optional[values.WakerShape] = None) -> values.AgentChange:
         """Change how the agent HANDLE is woken and its limits; what is not given stays.
 
         *options* and *headers* change the keys they name (``None`` removes one).
-        A new *waker* drops the command, URL and options the old one used and
-        the new one does not.  The result is validated as ``add_agent``
+        *shape* is the agent's waker as it will be (the new *waker*, else its
+        own): a new waker drops the command, URL and options the old one used
+        and the new one does not.  The result is validated as ``add_agent``
         validates a new agent.
         """
         with self.writing() as s:
             p, a = self._live_agent(s, handle, lock=True)
             before = values.AgentInfo.from_rows(p, a)
             new_waker = waker or a.waker
+            if shape is not None and shape.name != new_waker:
+                raise errors.UserError(f"agent {handle}'s waker was changed meanwhile "
+                                       f"(it is {a.waker} now): try again")
             opts = dict(a.options or {})
             new_command, new_url = a.command, a.url
             if new_waker != a.waker:
-                keep = WAKER_OPTIONS.get(new_waker, ()) + AGENT_OPTIONS
-                opts = {k: v for k, v in opts.items() if k in keep}
-                new_command = a.command if new_waker == Waker.COMMAND else None
-                new_url = a.url if new_waker == Waker.URL else None
+                target, accepts = (shape.target, shape.accepts) if shape else ("", ())
+                opts = {k: v for k, v in opts.items() if k in accepts + AGENT_OPTIONS}
+                new_command = a.command if target == "command" else None
+                new_url = a.url if target == "url" else None
             for key, value in (options or {}).items():
                 if value is None:
                     opts.pop(key, None)
@@ -177,7 +180,7 @@ class Store:
             new_url = new_url if url is KEEP else url
             new_timeout = a.timeout if timeout is KEEP else timeout
             new_workdir = a.workdir if workdir is KEEP else workdir
-            check_agent(new_waker, new_command, new_url, new_timeout, opts)
+            check_agent(shape, new_command, new_url, new_timeout)
             a.waker, a.command, a.url = new_waker, new_command, new_url
             a.timeout, a.workdir, a.options = new_timeout, new_workdir, opts
             s.flush()
@@ -479,37 +482,16 @@ def new_mood(s: Session, slug: str, title: str, now: dt.datetime) -> Mood:
     return mood
 
 
-def check_agent(waker: str, command: Optional[str], url: Optional[str],
-                timeout: Optional[float], options: dict) -> None:
-    """Refuse an agent that could not be woken: what ``agent add`` and ``agent set`` check."""
-    if waker not in WAKERS:
-        raise errors.UserError(f"unknown waker {waker!r}")
-    if waker == "command" and not (command and command.strip()):
-        raise errors.UserError("an agent needs a command (--command CMD)")
-    if waker == "url" and not url:
-        raise errors.UserError("an HTTP agent needs a URL (--url URL)")
+def check_agent(shape: Optional[values.WakerShape], command: Optional[str], url: Optional[str],
+                timeout: Optional[float]) -> None:
+    """Refuse an agent that could not be woken: what ``agent add`` and ``agent set`` check
+    here (what its waker takes is checked where the wakers are known)."""
+    aimed_by = {"command": command, "url": url}.get(shape.target if shape else "")
+    if shape is not None and shape.target in NEEDS and not (aimed_by and aimed_by.strip()):
+        raise errors.UserError(NEEDS[shape.target])
     if timeout is not None and not 0 < timeout <= 1e9:  # NaN fails this too
         raise errors.UserError(f"timeout must be a positive number of seconds, at most "
                                f"1,000,000,000, got {timeout:g}")
-    if options.get("headers") and waker != "url":
-        raise errors.UserError("--header only applies with --url")
-    misplaced = [k for k in CLAUDE_OPTIONS if options.get(k)]
-    if misplaced and waker != "claude-code":
-        flags = ", ".join("--" + ("claude-bin" if k == "bin" else k.replace("_", "-"))
-                          for k in misplaced)
-        raise errors.UserError(f"{flags} only apply with --claude-code")
-    run_as = options.get("run_as")
-    if run_as is not None:
-        if waker not in ("command", "claude-code"):
-            raise errors.UserError("--run-as applies only to agents that run a process "
-                                   "(--command, --claude-code)")
-        import pwd
-
-        try:
-            pwd.getpwnam(str(run_as))
-        except KeyError:
-            raise errors.UserError(f"--run-as: there is no Unix user {run_as!r} "
-                                   "on this machine") from None
 
 
 def agent_in_flight(s: Session, agent_id: int) -> list[Wake]:

@@ -26,10 +26,10 @@ import time
 from typing import Callable, Optional
 
 from poller import config as config_mod, errors, logs, procs, secure, settings, tokens
-from poller.turns import wakers
+from poller.turns import registry, wakers
 from poller.store import db
 from poller.clock import Clock
-from poller.kinds import ANSWERED, WakeKind, Waker
+from poller.kinds import ANSWERED, WakeKind
 from poller.store import Store, turns
 
 log = logging.getLogger("poller.runner")
@@ -154,7 +154,9 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
     if claimed is None:
         return ""
     agent, started = claimed.agent, time.monotonic()
-    progress = Progress(store, wake_id)
+    # Only a waker that reports its progress gets a writer thread for it.
+    able = registry.capabilities(agent.waker)
+    progress = Progress(store, wake_id) if able.reports_progress else None
     here = mood_settings(store, claimed, clock())
     turn = wakers.Turn(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
@@ -172,7 +174,8 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
                      daemon=True).start()
     outcome = run_waker(store, agent, turn, cancel)
     done.set()
-    progress.stop()  # before settling, which clears it: no report lands after the end
+    if progress is not None:
+        progress.stop()  # before settling, which clears it: no report lands after the end
     status = settle_with_retries(store, wake_id, outcome, clock, prices_for(agent, cfg.poller))
     log_end(claimed, status, outcome, time.monotonic() - started)
     return status
@@ -180,11 +183,15 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
 
 def run_waker(store: Store, agent, turn: wakers.Turn, cancel: threading.Event) -> wakers.Outcome:
     """The turn through the agent's waker; a waker's bug still ends it with a reason."""
-    if turn.kind == WakeKind.COMMAND and agent.waker != Waker.CLAUDE_CODE:
-        why = "a command runs only in a Claude Code agent's session"  # its waker changed since
+    try:
+        kind = registry.kind(agent.waker)
+    except registry.UnknownWaker as exc:  # its package was removed since the wake was recorded
+        return wakers.Outcome("failed", error=str(exc), public="its waker is not installed here")
+    if turn.kind == WakeKind.COMMAND and not kind.takes_commands:
+        why = "a command runs only in the session of a waker that takes commands"  # changed since
         return wakers.Outcome("failed", error=why, public=why)
     try:
-        return wakers.for_agent(agent).run(
+        return kind.from_agent(agent).run(
             turn, lambda pgid: turns.record_pgid(store, turn.wake_id, pgid), cancel)
     except Exception as exc:  # a waker bug must still close the turn
         log.exception("waker failed")
@@ -192,9 +199,10 @@ def run_waker(store: Store, agent, turn: wakers.Turn, cancel: threading.Event) -
 
 
 def prices_for(agent, cfg: config_mod.PollerConfig) -> Optional[turns.Prices]:
-    """What an agent's tokens cost, for agents that report no cost of their own (Claude
-    Code reports its turns' cost; command and HTTP agents are priced by token counts)."""
-    if agent.waker == Waker.CLAUDE_CODE or not (cfg.usd_per_mtok_in or cfg.usd_per_mtok_out):
+    """What an agent's tokens cost, for agents whose waker reports no cost of its own
+    (Claude Code reports its turns' cost; command and HTTP agents are priced by token counts)."""
+    if registry.capabilities(agent.waker).reports_cost or not (cfg.usd_per_mtok_in
+                                                               or cfg.usd_per_mtok_out):
         return None
     return turns.Prices(cfg.usd_per_mtok_in, cfg.usd_per_mtok_out)
 

@@ -2,7 +2,13 @@
 
 A waker takes the wake text and the turn's context and returns an
 ``Outcome``: the reply text, or why there is none.  Every waker kills what it
-started when the turn times out or is cancelled.  Three kinds:
+started when the turn times out or is cancelled.  Each is a subclass of
+:class:`Waker`, which states as class attributes what it can do (resume a
+session, take slash commands, report its cost or its progress, where the
+Mood's rules go) and which agent options it takes; the rest of the poller
+asks those, never which waker it is.  Wakers are found by name through the
+``mood_poller.wakers`` entry points (:mod:`poller.turns.registry`).  Three
+come with the poller:
 
 - ``CommandWaker``: any shell command; the wake on stdin, the reply on stdout.
 - ``ClaudeWaker``: the ``claude`` CLI in print mode with ``stream-json``
@@ -36,7 +42,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, ClassVar, Optional
 
 from poller.turns import settle
 from poller.kinds import WakeKind
@@ -63,8 +69,8 @@ class Turn:
     # The Mood's settings for the turn (``model``, ``effort``, ``rules``); empty: not set.
     model: str = ""  # over the agent's own model option
     effort: str = ""
-    rules: str = ""  # Claude Code: --append-system-prompt; other wakers have it in the wake's frame
-    # Told what the turn is doing as it goes (Claude Code: the tool in use), names only.
+    rules: str = ""  # for wakers whose instructions do not come in the wake (instructions_in_wake)
+    # Told what the turn is doing as it goes (reports_progress: e.g. the tool in use), names only.
     on_progress: Optional[Callable[[str], None]] = field(default=None, compare=False, repr=False)
 
 
@@ -78,6 +84,42 @@ class Outcome:
     cost: Optional[float] = None
     public: str = ""  # the kind of failure alone, for the system post in the Mood
     unseen: bool = False  # the agent never took the wake in (e.g. its session was gone)
+
+
+class Waker:
+    """One way of waking an agent; subclasses declare their name and what they can do.
+
+    The attributes are read on the class, without a waker being made: the
+    deciding cycle and the runner ask them of an agent's waker by name.  An
+    outside package ships a subclass and registers it under the entry-point
+    group ``mood_poller.wakers`` with its ``name``.
+    """
+
+    name: ClassVar[str] = ""  # what ``agents.waker`` holds: lower case, at most 16 characters
+    title: ClassVar[str] = ""  # how people call it ("Claude Code")
+    target: ClassVar[str] = ""  # the agent field that aims it: "command", "url" or "" (none)
+    accepts: ClassVar[tuple[str, ...]] = ()  # the agent options it takes
+    keeps_session: ClassVar[bool] = False  # resumes a session per Mood (``Outcome.session``)
+    takes_commands: ClassVar[bool] = False  # runs a person's slash command (/compact) in it
+    reports_cost: ClassVar[bool] = False  # its Outcome carries the turn's cost
+    reports_progress: ClassVar[bool] = False  # calls ``Turn.on_progress`` as it goes
+    instructions_in_wake: ClassVar[bool] = True  # the Mood's rules go in the wake (else Turn.rules)
+
+    @classmethod
+    def from_agent(cls, agent) -> "Waker":
+        """The waker for an agent row (``poller.values.AgentInfo``), from its stored values."""
+        raise NotImplementedError
+
+    @classmethod
+    def summary(cls, options: dict) -> str:
+        """What ``agent list`` shows of an agent aimed by options alone; nothing secret."""
+        return ""
+
+    def run(self, turn: "Turn", on_start: Callable[[int], None],
+            cancel: threading.Event) -> "Outcome":
+        """Wake the agent and wait for its reply; *on_start* gets the process group of
+        anything started, and *cancel* ends the turn early."""
+        raise NotImplementedError
 
 
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ")
@@ -250,12 +292,21 @@ class Process:
             os.killpg(self.pgid, signal.SIGKILL)
 
 
-class CommandWaker:
+class CommandWaker(Waker):
     """Runs a shell command: the wake on stdin, the reply on stdout."""
+
+    name = "command"
+    title = "command"
+    target = "command"
+    accepts = ("run_as",)
 
     def __init__(self, command: str, run_as: Optional[str] = None):
         self.command = command
         self.run_as = run_as  # a Unix user name; None: the poller's own user
+
+    @classmethod
+    def from_agent(cls, agent) -> "CommandWaker":
+        return cls(agent.command, (agent.options or {}).get("run_as"))
 
     def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
         user, failed = resolve_run_as(self.run_as)
@@ -543,11 +594,32 @@ def command_output(out: Outcome, stream: ClaudeStream) -> Outcome:
     return dataclasses.replace(out, reply=text)
 
 
-class ClaudeWaker:
+class ClaudeWaker(Waker):
     """Runs Claude Code in print mode for one turn, resuming the Mood's session."""
+
+    name = "claude-code"
+    title = "Claude Code"
+    accepts = ("run_as", "session_dir", "model", "permission_mode", "bin")
+    keeps_session = True
+    takes_commands = True
+    reports_cost = True  # total_cost_usd in its final result event
+    reports_progress = True
+    # Claude Code keeps no system prompt with a session: the rules go as
+    # --append-system-prompt on every turn instead (claude_argv).
+    instructions_in_wake = False
 
     def __init__(self, options: dict):
         self.options = dict(options or {})
+
+    @classmethod
+    def from_agent(cls, agent) -> "ClaudeWaker":
+        return cls(agent.options)
+
+    @classmethod
+    def summary(cls, options: dict) -> str:
+        model, where = options.get("model"), options.get("session_dir")
+        return " ".join(filter(None, [options.get("bin", "claude"), model and f"--model {model}",
+                                      where and f"in {where}"]))
 
     def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
         user, failed = resolve_run_as(self.options.get("run_as"))
@@ -657,7 +729,7 @@ def expand_env(header: str, value: str) -> str:
     return ENV_REF.sub(one, value)
 
 
-class HttpWaker:
+class HttpWaker(Waker):
     """POSTs the wake as JSON; the reply is the JSON ``reply`` field or a text/plain body.
 
     Only a failure to connect is retried (nothing was sent); once the request
@@ -665,9 +737,18 @@ class HttpWaker:
     Header values may be credentials: they go on the request and nowhere else.
     """
 
+    name = "url"
+    title = "HTTP"
+    target = "url"
+    accepts = ("headers",)
+
     def __init__(self, url: str, headers: Optional[dict] = None):
         self.url = url
         self.headers = dict(headers or {})
+
+    @classmethod
+    def from_agent(cls, agent) -> "HttpWaker":
+        return cls(agent.url, (agent.options or {}).get("headers"))
 
     def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
         box: list[Outcome] = []
@@ -779,12 +860,6 @@ def _http_outcome(resp) -> Outcome:
     return Outcome("replied", reply=reply, note=note)
 
 
-def for_agent(agent):
-    """The waker for an agent row (``poller.values.AgentInfo``)."""
-    if agent.waker == "command":
-        return CommandWaker(agent.command, (agent.options or {}).get("run_as"))
-    if agent.waker == "claude-code":
-        return ClaudeWaker(agent.options)
-    if agent.waker == "url":
-        return HttpWaker(agent.url, agent.options.get("headers"))
-    raise ValueError(f"unknown waker {agent.waker!r}")
+# The wakers that come with the poller, in the order they are listed; known even
+# where this distribution's entry points are not (a source tree on PYTHONPATH).
+BUILT_IN = (CommandWaker, ClaudeWaker, HttpWaker)
