@@ -47,10 +47,6 @@ class Clock:
         """A running clock that reads *instant* now and moves on with the wall clock."""
         return cls(offset=instant - wall())
 
-    def offset_from_wall(self) -> dt.timedelta:
-        """How far this clock is from the wall clock right now (for runners it starts)."""
-        return self() - wall()
-
     @classmethod
     def from_env(cls, environ=None) -> "Clock":
         """The runner's clock: the wall clock shifted by the offset its poller passed on."""

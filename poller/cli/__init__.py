@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from poller import __version__, errors
+from poller import __version__, clock, errors
 
 if TYPE_CHECKING:
     from poller.config import Config
@@ -357,7 +357,7 @@ pass_app = click.make_pass_decorator(App)
               "SQLite under $XDG_DATA_HOME/memory-lane/moods.db).")
 @click.option("--config", "config_path", metavar="PATH", type=click.Path(dir_okay=False),
               help="TOML config file (env MOOD_POLLER_CONFIG).")
-@click.option("--now", "now", metavar="ISO8601", envvar="MOOD_POLLER_NOW",
+@click.option("--now", "now", metavar="ISO8601", envvar=clock.NOW_ENV,
               help="The clock every command reads (env MOOD_POLLER_NOW; default: the wall clock).")
 @click.option("--log-json", "log_json", is_flag=True,
               help="Log lines as JSON (every command; run and tick log each decision and turn).")

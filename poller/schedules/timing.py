@@ -27,7 +27,6 @@ from typing import Iterator, Optional
 from poller import errors
 
 UTC = dt.timezone.utc
-SPEC_KINDS = ("at", "daily", "cron")
 MAX_COUNTED = 100_000  # firings counted in one late wake, at most
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _AT_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})")
@@ -59,15 +58,6 @@ def on_clock(wall: dt.datetime, tz: zoneinfo.ZoneInfo) -> dt.datetime:
     of two occurrences it is the first.
     """
     return wall.replace(tzinfo=tz, fold=0).astimezone(UTC)
-
-
-def wall_note(wall: dt.datetime, tz: zoneinfo.ZoneInfo) -> str:
-    """'gap', 'ambiguous' or '' for a naive local wall time."""
-    first, second = wall.replace(tzinfo=tz, fold=0), wall.replace(tzinfo=tz, fold=1)
-    if first.utcoffset() == second.utcoffset():
-        return ""
-    back = first.astimezone(UTC).astimezone(tz).replace(tzinfo=None)
-    return "gap" if back != wall else "ambiguous"
 
 
 def parse_at(raw: str, what: str = "--at") -> dt.datetime:
