@@ -16,6 +16,15 @@ from typing import Optional
 
 CLOCK_OFFSET_ENV = "MOOD_POLLER_CLOCK_OFFSET"
 NOW_ENV = "MOOD_POLLER_NOW"
+REST = dt.timedelta(hours=12)  # the longest that calm ever slows a wait to
+
+
+def slowed(base_s: float, doublings: int) -> dt.timedelta:
+    """*base_s* seconds doubled *doublings* times, up to :data:`REST`: how calm slows a wait
+    (:mod:`poller.law` for considers, settling for quiet looks that found nothing)."""
+    if doublings <= 0:
+        return dt.timedelta(seconds=base_s)
+    return min(dt.timedelta(seconds=base_s * 2 ** min(doublings, 32)), REST)
 
 
 def wall() -> dt.datetime:

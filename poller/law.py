@@ -49,21 +49,15 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from poller import kinds
+from poller import clock, kinds
 from poller.kinds import Outcome, WakeKind
 from poller.text import iso
 
 HOUR = dt.timedelta(hours=1)
 READY_CAP_H = 12.0  # readiness stops growing after this many hours without speaking
 REASON_MAX = 64  # the width of decisions.reason
-REST = dt.timedelta(hours=12)  # the longest that calm ever slows a wait to
-
-
-def slowed(base_s: float, doublings: int) -> dt.timedelta:
-    """*base_s* seconds doubled *doublings* times, up to :data:`REST`: how calm slows a wait."""
-    if doublings <= 0:
-        return dt.timedelta(seconds=base_s)
-    return min(dt.timedelta(seconds=base_s * 2 ** min(doublings, 32)), REST)
+REST = clock.REST  # the longest that calm ever slows a wait to
+slowed = clock.slowed  # the law's one way to slow a wait, shared with the store's settling
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,8 @@ def _finish(ctx: Context, absence: absences.Absence, holder: str, now: dt.dateti
         handle, absence.label, absence.seed, absence.note, out_for,
         absence.cut_short_by is not None))
     with ctx.store.writing() as s:
-        done = absences.finish_return(s, ctx.counter, absence, holder, text, now)
+        done = absences.finish_return(s, ctx.counter, absence, holder,
+                                      away_rules.return_text(absence.label, text), now)
     if done is None:
         return 0
     log.info("%s is back from %s after %d minutes (%s%s; %d missed ping(s))", handle,

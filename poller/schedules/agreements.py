@@ -24,7 +24,6 @@ from email.utils import make_msgid
 from typing import Optional
 
 from poller.schedules import alarms, checkins, timing
-from poller.turns import blocks
 from poller import errors, text
 from poller.kinds import AgreementStatus, ContactState, WakeKind
 from poller.store import schedules as rows
@@ -245,27 +244,6 @@ def view(s, g, now: dt.datetime) -> dict:
 # -- what a reply does --------------------------------------------------------------------
 
 
-def after_reply(s, counter, w, parsed: blocks.Parsed, posted: bool,
-                now: dt.datetime) -> list[blocks.Refused]:
-    """Apply a settled turn's alarm, checkin and contact blocks and confirm a check-in notice;
-    the blocks refused, with why."""
-    from poller.store import cycle
-
-    refused, notes = [], []
-    for kind, fn in (("alarm", _alarm), ("checkin", _checkin), ("contact", _contact)):
-        block = getattr(parsed, kind)
-        if block is None and not (kind == "contact" and w.kind == WakeKind.CHECKIN_CONTACT):
-            continue  # (a checkin-contact turn with no valid contact block declines)
-        why = fn(s, w, block, notes, now)
-        if why:
-            refused.append(blocks.Refused(kind, why))
-    if w.kind == WakeKind.CHECKIN_MISSED and posted:
-        confirm_notice(s, w, now)
-    for body in notes:
-        cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
-    return refused
-
-
 def confirm_notice(s, w, now: dt.datetime) -> None:
     """The notice's reply was posted: the person was told.  The first confirmed, on-time
     notice of a streak that finds the contact stage armed plans its grace, once."""
@@ -281,7 +259,8 @@ def confirm_notice(s, w, now: dt.datetime) -> None:
         replan(s, g, now)
 
 
-def _alarm(s, w, block: blocks.AlarmBlock, notes: list[str], now: dt.datetime) -> str:
+def alarm(s, w, block, notes: list[str], now: dt.datetime) -> str:
+    """Add the alarm an ``alarm`` block asks for; or why not."""
     handle = rows.handles(s, {w.agent_id})[w.agent_id]
     try:
         row, warns = alarms.add(s, agent_id=w.agent_id, mood_id=w.mood_id, kind=block.kind,
@@ -295,7 +274,8 @@ def _alarm(s, w, block: blocks.AlarmBlock, notes: list[str], now: dt.datetime) -
     return ""
 
 
-def _checkin(s, w, block: blocks.CheckinBlock, notes: list[str], now: dt.datetime) -> str:
+def checkin(s, w, block, notes: list[str], now: dt.datetime) -> str:
+    """Count the person's words a ``checkin`` block quotes as their check-in; or why not."""
     here = rows.agreements_here(s, w.agent_id, w.mood_id)
     names = rows.handles(s, {g.person_id for g in here})
     if block.person:
@@ -330,8 +310,9 @@ def _quoted(s, w, g, quote: str):
     return None
 
 
-def _contact(s, w, block: Optional[blocks.ContactBlock], notes: list[str],
-             now: dt.datetime) -> str:
+def contact(s, w, block, notes: list[str], now: dt.datetime) -> str:
+    """Write the one contact message a ``contact`` block gives to the outbox, or record
+    that the agent declined (a block of None: it wrote no valid one); or why not."""
     st = rows.streak_of_contact_wake(s, w.id)
     if w.kind != WakeKind.CHECKIN_CONTACT or st is None:
         return "a contact block is honoured only in the checkin-contact wake that offers it"
@@ -360,7 +341,7 @@ def _contact(s, w, block: Optional[blocks.ContactBlock], notes: list[str],
     return ""
 
 
-def _contact_refusal(st, g, block: blocks.ContactBlock) -> str:
+def _contact_refusal(st, g, block) -> str:
     if st.closed_at is not None:
         return "the person checked in (or the agreement ended) since: nothing was sent"
     if not (g.armed and g.consent_at and g.contact_email and g.status == AgreementStatus.ACTIVE):

@@ -19,8 +19,6 @@ from typing import Iterable, Optional
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import away as away_rules
-from poller.away import catalog as catalogs
 from poller.kinds import AbsenceStatus, ParticipantKind, PingKind, PostKind, Trust, WakeKind
 from poller.models import (Activity, ActivityPing, CatchUpMark, Mention, Mood, Owed,
                            Participant, Post, Wake, WakePost)
@@ -98,14 +96,26 @@ def get(s: Session, activity_id: int) -> Optional[Absence]:
 # -- going out ---------------------------------------------------------------------------------
 
 
-def start(s: Session, *, agent_id: int, mood_id: int, entry: catalogs.Entry,
-          cat: catalogs.Catalog, note: str, minutes: int, post_id: int, wake_id: Optional[int],
-          now: dt.datetime) -> Absence:
+@dataclass(frozen=True)
+class Going:
+    """Where an agent goes out to, as its catalog describes it (plain values, checked)."""
+
+    activity: str
+    label: str
+    seed: str
+    reachable: bool
+    archive_after_minutes: int
+    catch_up_limit: int
+
+
+def start(s: Session, *, agent_id: int, mood_id: int, going: Going, note: str, minutes: int,
+          post_id: int, wake_id: Optional[int], now: dt.datetime) -> Absence:
     """Record that the agent went out now, for *minutes*, after its goodbye *post_id*."""
     new = s.connection().execute(sa.insert(A).values(
-        agent_id=agent_id, mood_id=mood_id, activity=entry.id, label=entry.label, seed=entry.seed,
-        note=note, reachable=entry.reachable, archive_after_minutes=cat.archive_after_minutes,
-        catch_up_limit=cat.catch_up_limit, departed_at=now,
+        agent_id=agent_id, mood_id=mood_id, activity=going.activity, label=going.label,
+        seed=going.seed, note=note, reachable=going.reachable,
+        archive_after_minutes=going.archive_after_minutes,
+        catch_up_limit=going.catch_up_limit, departed_at=now,
         due_at=now + dt.timedelta(minutes=minutes), departure_post_id=post_id,
         departure_wake_id=wake_id, status=AbsenceStatus.AWAY, missed=0,
         fresh_eyes=False)).inserted_primary_key[0]
@@ -230,9 +240,9 @@ class Returned:
     missed: int
 
 
-def finish_return(s: Session, counter, absence: Absence, holder: str, account: str,
+def finish_return(s: Session, counter, absence: Absence, holder: str, text: str,
                   now: dt.datetime) -> Optional[Returned]:
-    """Come back: the return post, the record, fresh eyes, the missed pings, in one
+    """Come back: the return post (*text*), the record, fresh eyes, the missed pings, in one
     transaction; None when the claim is no longer *holder*'s (another poller came back)."""
     # Locks in the order settling takes them (a judgment's reply calls the absence back):
     # the listener, then the absence, then the post (the cursor tables' advisory lock).
@@ -244,8 +254,7 @@ def finish_return(s: Session, counter, absence: Absence, holder: str, account: s
     row = s.scalar(q)
     if row is None or row.returned_at is not None or row.return_holder != holder:
         return None
-    post = insert_post(s, counter, row.mood_id, row.agent_id,
-                       away_rules.return_text(row.label, account), now, kind=PostKind.RETURN)
+    post = insert_post(s, counter, row.mood_id, row.agent_id, text, now, kind=PostKind.RETURN)
     fresh = now - row.departed_at >= dt.timedelta(minutes=row.archive_after_minutes)
     if fresh:
         _mark_fresh_eyes(s, row, now)

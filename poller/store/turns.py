@@ -1,6 +1,7 @@
-"""A turn's reads and writes: claiming a wake, the heartbeat, settling, closing.
+"""A turn's reads and writes: claiming a wake, the heartbeat, the verbs of settling, closing.
 
-Shared by the runner (claim, heartbeat, settle) and the cycle (recovery, the
+Shared by the runner (claim, heartbeat), settling (:mod:`poller.turns.settle`,
+which reads the reply and calls the verbs here) and the cycle (recovery, the
 emergency stop), each verb inside the caller's transaction where a claim and
 its writes must commit together.  A reply is ingested like any post
 (:func:`poller.store.core.insert_post`): the same validation, the same
@@ -10,29 +11,19 @@ mention records.
 from __future__ import annotations
 
 import datetime as dt
-import logging
-import random
 from dataclasses import dataclass
 from typing import Optional
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller.turns import blocks, settle
-from poller.away import catalog as catalogs
-from poller import errors, law, settings
-from poller.control import slash
-from poller.kinds import OutboxEvent, PostKind, WakeKind, WakeStatus
+from poller import clock, procs, settings
+from poller.kinds import IN_FLIGHT, OutboxEvent, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
                            Refusal, Setting, Turn, Wake, WakePost)
-from poller.text import MAX_POST_CHARS
-from poller import procs
-from poller.store import away as absences, cycle, outbox
+from poller.store import cycle, outbox
 from poller.store.core import Store, insert_post, resolve_in
-from poller.values import AgentInfo
-
-log = logging.getLogger("poller.runner")
-
+from poller.values import AgentInfo, MoodInfo, ParticipantInfo
 
 @dataclass(frozen=True)
 class Claimed:
@@ -153,7 +144,7 @@ def after_turn(s: Session, w: Wake, now: dt.datetime, silent_or_failed: bool) ->
     if w.kind == WakeKind.QUIET and values["idle_after"]:
         if silent_or_failed:
             l.quiet_backoff = (l.quiet_backoff or 0) + 1
-        l.quiet_due_at = now + law.slowed(values["idle_after"], l.quiet_backoff or 0)
+        l.quiet_due_at = now + clock.slowed(values["idle_after"], l.quiet_backoff or 0)
     # Held work here is looked at again on the next cycle.  (Mentions held in
     # other Moods for want of a free slot re-check every cycle by themselves,
     # so settling never has to lock other listeners' rows.)
@@ -178,109 +169,91 @@ def lock_listener(s: Session, w: Wake) -> None:
 
 def in_flight(s: Session) -> list[Wake]:
     """Every turn pending or running, anywhere."""
-    from poller.kinds import IN_FLIGHT
-
     return list(s.scalars(sa.select(Wake).where(Wake.status.in_(IN_FLIGHT))))
 
 
 @dataclass(frozen=True)
-class Prices:
-    """US dollars per million tokens, for agents that report no cost of their own."""
+class Ending:
+    """A turn being settled, as settling and the reply blocks' appliers read its wake."""
 
-    usd_per_mtok_in: float
-    usd_per_mtok_out: float
+    id: int
+    agent_id: int
+    mood_id: int
+    kind: str
+    tools: str
+    text: str
+    seen_id: int
+    prompt_tokens: int
+    status: str
+    reply_post_id: Optional[int] = None
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        return (tokens_in * self.usd_per_mtok_in + tokens_out * self.usd_per_mtok_out) / 1e6
+    @classmethod
+    def from_row(cls, w: Wake) -> "Ending":
+        return cls(w.id, w.agent_id, w.mood_id, w.kind, w.tools, w.text, w.seen_id,
+                   w.prompt_tokens, w.status, w.reply_post_id)
 
 
-def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
-                   prices: Optional[Prices] = None) -> str:
-    """Record how the turn ended; returns the wake's final status.
-
-    *outcome* is a :class:`poller.turns.wakers.Outcome`: a status, the reply, an
-    error (kept on the wake) and its public reason (posted in the Mood), the
-    agent's session and the turn's cost.  An outcome with no public reason
-    is announced by its status alone.  A turn that reports no cost is priced
-    by its tokens at *prices*, when given (the wake's tokens in, the reply's out).
-    """
-    with store.writing() as s:
-        w = locked_wake(s, wake_id)
-        if w.status != WakeStatus.RUNNING:
-            return w.status  # already closed (an emergency stop got there first)
+def begin_settling(s: Session, wake_id: int) -> Ending:
+    """Lock the turn's wake and, while it still runs, its listener (wake, then listener,
+    as recovery takes them); nothing is at work on it any more."""
+    w = locked_wake(s, wake_id)
+    if w.status == WakeStatus.RUNNING:
         lock_listener(s, w)
-        w.progress = None  # the turn is over: nothing is at work any more
-        turn = keep_session(s, w, outcome.session, outcome.cost, now)
-        if outcome.status != WakeStatus.REPLIED:
-            return ended_badly(s, store.counter, w, outcome, now)
-        if w.kind == WakeKind.COMMAND:
-            return command_done(s, store.counter, w, outcome, now)
-        parsed = blocks.parse(outcome.reply, tools=w.tools)
-        reply = settle.classify(parsed.text)
-        try:
-            post = insert_post(s, store.counter, w.mood_id, w.agent_id, reply.text, now,
-                               kind=PostKind.POST if reply.kind == "post" else PostKind.SILENT)
-        except errors.UserError as exc:
-            close(s, store.counter, w, WakeStatus.FAILED,
-                  f"its reply could not be posted: {exc}", now)
-            return w.status
-        w.status = WakeStatus.REPLIED if reply.kind == "post" else WakeStatus.SILENT
-        w.finished_at, w.reply_post_id = now, post.id
-        outbox.attach_wake(s, post.id, w.id)
-        if outcome.cost is None and prices is not None:
-            turn.cost_usd = prices.cost(w.prompt_tokens, post.tokens)
-        w.error = "; ".join(n for n in (outcome.note, reply.note) if n)
-        if reply.kind == "post":
-            come_back_if_called(s, w, now)
-        apply_blocks(s, store.counter, w, parsed, now)
-        after_turn(s, w, now, silent_or_failed=reply.kind == "silent")
-        return w.status
+        w.progress = None
+    return Ending.from_row(w)
 
 
-def ended_badly(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str:
-    """A turn that failed or was cut off: closed with a notice; a follow-up owed for a cut
-    off (not for a command's), the mentions again for a wake the agent never took in."""
-    public = getattr(outcome, "public", "") or (
-        "it was cut off" if outcome.status == WakeStatus.CUT_OFF else "it failed")
-    close(s, counter, w, outcome.status, outcome.error, now, public=public)
-    if outcome.status == WakeStatus.CUT_OFF and w.kind != WakeKind.COMMAND:
-        follow_up(s, counter, w, now)
-    elif getattr(outcome, "unseen", False):
-        owe_again(s, w, now)
+def keep_session(s: Session, turn: Ending, session: Optional[str], cost: Optional[float],
+                 now: dt.datetime) -> None:
+    """The turn's session and cost; the session is resumed by the agent's next turn here.
+
+    A command's turn (``/compact``...) ran in the session kept here and showed it no
+    post: the session it reports replaces the kept one's id, nothing else of it.
+    ``""`` for *session* says the old session cannot be resumed: it is dropped."""
+    row = s.get(Turn, turn.id)
+    if row is None:
+        row = Turn(wake_id=turn.id, settings_seen_id=0)
+        s.add(row)
+    row.session_id, row.cost_usd = session or None, cost
+    if session is None:
+        return
+    kept = s.get(AgentSession, (turn.agent_id, turn.mood_id))
+    if turn.kind == WakeKind.COMMAND:
+        if kept is not None and session:
+            kept.session_id = session
+    elif session == "":
+        if kept is not None:
+            s.delete(kept)
+    elif kept is None:
+        s.add(AgentSession(agent_id=turn.agent_id, mood_id=turn.mood_id, session_id=session,
+                           wake_id=turn.id, updated_at=now))
+    else:
+        kept.session_id, kept.wake_id, kept.updated_at = session, turn.id, now
+
+
+def price(s: Session, wake_id: int, cost_usd: float) -> None:
+    """The turn's cost, when its agent reported none and it was priced by its tokens."""
+    s.get(Turn, wake_id).cost_usd = cost_usd
+
+
+def end(s: Session, counter, wake_id: int, status: str, why: str, now: dt.datetime,
+        public: Optional[str] = None) -> str:
+    """:func:`close` the turn by its id; its final status."""
+    w = s.get(Wake, wake_id)
+    close(s, counter, w, status, why, now, public)
     return w.status
 
 
-def command_done(s: Session, counter, w: Wake, outcome, now: dt.datetime) -> str:
-    """A person's slash command ran: what it printed goes into the Mood as a system note
-    (the session's output, not the agent speaking), and nothing else of a turn follows
-    (no cooldown, no blocks read, no silence)."""
-    word = (w.text or "/").lstrip("/")
-    body = slash.output_note(word, handle_of(s, w.agent_id), outcome.reply, MAX_POST_CHARS)
-    note = cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
-    s.flush()
-    w.reply_post_id = note.id
-    w.status, w.finished_at, w.error = WakeStatus.REPLIED, now, outcome.note or outcome.error
-    l = s.get(Listener, (w.agent_id, w.mood_id))
-    if l is not None:
-        l.due_at = now  # what waited for the session is looked at again
-    return w.status
+def owe_follow_up(s: Session, counter, wake_id: int, now: dt.datetime) -> None:
+    """:func:`follow_up` the turn by its id."""
+    follow_up(s, counter, s.get(Wake, wake_id), now)
 
 
-def come_back_if_called(s: Session, w: Wake, now: dt.datetime) -> None:
-    """A real reply to a judgment (a trusted ping while the agent was out) cuts the
-    absence short: it comes back now.  A silent one keeps it out."""
-    judged = absences.judgment_of(s, w.id)
-    if judged is not None:
-        absences.call_back(s, *judged, now)
-        log.info("wake %s: a reply to a judgment, so the absence is cut short", w.id,
-                 extra={"action": "absence_cut_short", "wake_id": w.id,
-                        "activity_id": judged[0]})
-
-
-def owe_again(s: Session, w: Wake, now: dt.datetime) -> None:
+def owe_again(s: Session, wake_id: int, now: dt.datetime) -> None:
     """The agent never took this wake in (its session could not be resumed, so the
     run ended before it began): the mentions it carried are owed again, and the
     next cycle wakes the agent for them in a fresh session."""
+    w = s.get(Wake, wake_id)
     posts = list(s.scalars(sa.select(WakePost.post_id).where(WakePost.wake_id == w.id)))
     if not posts:
         return
@@ -292,139 +265,107 @@ def owe_again(s: Session, w: Wake, now: dt.datetime) -> None:
         l.cooldown_until, l.due_at = None, now  # not a turn it took: no cooldown
 
 
-def keep_session(s: Session, w: Wake, session: Optional[str], cost, now: dt.datetime) -> Turn:
-    """The turn's session and cost; the session is resumed by the agent's next turn here.
-
-    A command's turn (``/compact``...) ran in the session kept here and showed it no
-    post: the session it reports replaces the kept one's id, nothing else of it."""
-    turn = s.get(Turn, w.id)
-    if turn is None:
-        turn = Turn(wake_id=w.id, settings_seen_id=0)
-        s.add(turn)
-    turn.session_id, turn.cost_usd = session or None, cost
-    if session is None:
-        return turn
-    kept = s.get(AgentSession, (w.agent_id, w.mood_id))
-    if w.kind == WakeKind.COMMAND:
-        if kept is not None and session:
-            kept.session_id = session
-        return turn
-    if session == "":  # the waker says the old session cannot be resumed
-        if kept is not None:
-            s.delete(kept)
-    elif kept is None:
-        s.add(AgentSession(agent_id=w.agent_id, mood_id=w.mood_id, session_id=session,
-                           wake_id=w.id, updated_at=now))
-    else:
-        kept.session_id, kept.wake_id, kept.updated_at = session, w.id, now
-    return turn
+def record_command_output(s: Session, counter, wake_id: int, body: str, note: str,
+                          now: dt.datetime) -> str:
+    """A person's slash command ran: *body* (what it printed) goes into the Mood as a
+    system note, and nothing else of a turn follows (no cooldown, no blocks, no silence);
+    what waited for the session is looked at again.  The wake's final status."""
+    w = s.get(Wake, wake_id)
+    posted = cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
+    s.flush()
+    w.reply_post_id = posted.id
+    w.status, w.finished_at, w.error = WakeStatus.REPLIED, now, note
+    l = s.get(Listener, (w.agent_id, w.mood_id))
+    if l is not None:
+        l.due_at = now
+    return w.status
 
 
-# -- blocks in the reply --------------------------------------------------------------
+@dataclass(frozen=True)
+class Replied:
+    """A reply that went in: the turn as it now stands, and the reply's tokens."""
+
+    turn: Ending
+    tokens: int
 
 
-def apply_blocks(s: Session, counter, w: Wake, parsed: blocks.Parsed, now: dt.datetime) -> None:
-    """Apply the reply's valid blocks; record and announce the refused ones."""
-    from poller.schedules import agreements
-
-    refused = list(parsed.refused)
-    refused += agreements.after_reply(s, counter, w, parsed, w.status == WakeStatus.REPLIED, now)
-    if parsed.settings is not None:
-        apply_settings(s, w, parsed.settings, now)
-    if parsed.handoff is not None:
-        why = apply_handoff(s, counter, w, parsed.handoff, now)
-        if why:
-            refused.append(blocks.Refused("handoff", why))
-    if parsed.away is not None:
-        why = apply_away(s, w, parsed.away, now)
-        if why:
-            refused.append(blocks.Refused("away", why))
-    handle = handle_of(s, w.agent_id)
-    for r in refused:
-        s.add(Refusal(wake_id=w.id, agent_id=w.agent_id, mood_id=w.mood_id, block=r.block,
-                      reason=r.reason, at=now))
-        body = f"@{handle}'s {r.block} block was refused and nothing in it was applied: {r.reason}."
-        cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
-        log.info("refused a %s block from %s: %s", r.block, handle, r.reason,
-                 extra={"action": "block_refused", "wake_id": w.id, "block": r.block})
+def record_reply(s: Session, counter, wake_id: int, text: str, *, silent: bool, note: str,
+                 now: dt.datetime) -> Replied:
+    """Ingest the reply (a silence is recorded as a silent post) and finish the wake with
+    it; raises :class:`poller.errors.UserError` when the text cannot be posted."""
+    w = s.get(Wake, wake_id)
+    post = insert_post(s, counter, w.mood_id, w.agent_id, text, now,
+                       kind=PostKind.SILENT if silent else PostKind.POST)
+    w.status = WakeStatus.SILENT if silent else WakeStatus.REPLIED
+    w.finished_at, w.reply_post_id, w.error = now, post.id, note
+    outbox.attach_wake(s, post.id, w.id)
+    return Replied(Ending.from_row(w), post.tokens)
 
 
-def apply_settings(s: Session, w: Wake, block: blocks.Settings, now: dt.datetime) -> None:
-    """Append the block's rows for (this Mood, this agent), set by the agent itself.
-
-    ``blocks.settings_block`` already validated every value with the rules of
-    ``mood-poller set``; the rows go in with the rest of the settling.
-    """
-    for key, value in block.changes.items():
-        s.add(Setting(mood_id=w.mood_id, agent_id=w.agent_id, key=key,
-                      value=str(settings.validate(key, value)), until=None, set_by=w.agent_id,
-                      note=block.note, at=now))
+def finish(s: Session, wake_id: int, now: dt.datetime, silent: bool) -> None:
+    """:func:`after_turn` for a turn that replied (or stayed silent)."""
+    after_turn(s, s.get(Wake, wake_id), now, silent_or_failed=silent)
 
 
-def apply_away(s: Session, w: Wake, block: blocks.Away, now: dt.datetime) -> str:
-    """Start the absence the block asks for, after the reply just posted (its goodbye);
-    or the reason it is refused.  The duration is rolled from the catalog entry."""
-    cycle.lock_agent(s, w.agent_id)  # one absence at a time, whichever turn asks first
-    if absences.active_for(s, w.agent_id) is not None:
-        return "you are away from the screen already"
-    agent = AgentInfo.from_rows(s.get(Participant, w.agent_id), s.get(Agent, w.agent_id))
-    try:
-        cat = catalogs.of(agent, strict=True)
-    except catalogs.CatalogError as exc:  # the why is for operators, not for the Mood
-        log.error("%s's away block: %s", agent.handle, exc,
-                  extra={"action": "catalog_invalid", "agent": agent.handle})
-        return "your activities catalog is invalid just now (the poller's log says why)"
-    if cat is None:
-        return ("you have no activities catalog, so there is nowhere to go (an operator "
-                "gives one with `mood-poller agent set --activities FILE`)")
-    entry = cat.entry(block.activity)
-    if entry is None:
-        return f"there is no activity {block.activity!r} in your catalog (yours: {', '.join(cat.ids)})"
-    minutes = random.randint(*entry.duration)
-    absence = absences.start(s, agent_id=w.agent_id, mood_id=w.mood_id, entry=entry, cat=cat,
-                             note=block.note, minutes=minutes, post_id=w.reply_post_id,
-                             wake_id=w.id, now=now)
-    log.info("%s went out: %s for %d minutes", agent.handle, entry.label, minutes,
-             extra={"action": "absence_started", "wake_id": w.id, "activity_id": absence.id,
-                    "activity": entry.id, "minutes": minutes})
-    return ""
+def record_refusal(s: Session, counter, turn: Ending, block: str, reason: str,
+                   now: dt.datetime) -> str:
+    """Record a refused block and say so in the Mood; the agent's handle."""
+    handle = handle_of(s, turn.agent_id)
+    s.add(Refusal(wake_id=turn.id, agent_id=turn.agent_id, mood_id=turn.mood_id, block=block,
+                  reason=reason, at=now))
+    body = f"@{handle}'s {block} block was refused and nothing in it was applied: {reason}."
+    cycle.add_system_post(s, turn.mood_id, turn.agent_id, body, now, counter.count(body))
+    return handle
 
 
-def apply_handoff(s: Session, counter, w: Wake, h: blocks.Handoff, now: dt.datetime) -> str:
-    """Record a handoff and its event posts in both Moods; or the reason it is refused."""
-    here = s.get(Mood, w.mood_id)
-    other = s.scalar(sa.select(Mood).where(Mood.slug == h.mood))
-    if other is None:
-        return f"there is no Mood {h.mood!r}"
-    if other.id == here.id:
-        return "a handoff must name another Mood, not this one"
-    if other.archived:
-        return f"the Mood {h.mood!r} is archived"
-    for_id = None
-    if h.for_agent:
-        p = s.scalar(sa.select(Participant).where(Participant.handle_key == h.for_agent.lower()))
-        if p is None or p.kind != "agent":
-            return f"there is no agent {h.for_agent!r}"
-        for_id, for_text = p.id, f" for @{p.handle}"
-    else:
-        for_text = ""
-    src, dst = (here, other) if h.direction == "to" else (other, here)
-    handle = handle_of(s, w.agent_id)
-    arrived = insert_post(s, counter, dst.id, w.agent_id,
+def add_agent_settings(s: Session, turn: Ending, changes: dict[str, str], note: str,
+                       now: dt.datetime) -> None:
+    """Append rows for (this Mood, this agent), set by the agent itself; every value was
+    validated already, with the rules of ``mood-poller set``."""
+    for key, value in changes.items():
+        s.add(Setting(mood_id=turn.mood_id, agent_id=turn.agent_id, key=key,
+                      value=str(settings.validate(key, value)), until=None,
+                      set_by=turn.agent_id, note=note, at=now))
+
+
+def agent_of(s: Session, agent_id: int) -> AgentInfo:
+    return AgentInfo.from_rows(s.get(Participant, agent_id), s.get(Agent, agent_id))
+
+
+def mood_named(s: Session, slug: str) -> Optional[MoodInfo]:
+    row = s.scalar(sa.select(Mood).where(Mood.slug == slug))
+    return MoodInfo.from_row(row) if row is not None else None
+
+
+def mood_of(s: Session, mood_id: int) -> MoodInfo:
+    return MoodInfo.from_row(s.get(Mood, mood_id))
+
+
+def participant_named(s: Session, handle: str) -> Optional[ParticipantInfo]:
+    row = s.scalar(sa.select(Participant).where(Participant.handle_key == handle.lower()))
+    return ParticipantInfo.from_row(row) if row is not None else None
+
+
+def record_handoff(s: Session, counter, turn: Ending, *, src: MoodInfo,
+                   dst: MoodInfo, for_agent: Optional[ParticipantInfo],
+                   about: str, context: str, now: dt.datetime) -> str:
+    """A handoff and its event posts in both Moods; a named agent owes the arrival a look
+    (woken there like a mention by an agent: look-only, held if busy, answered once).
+    The handing agent's handle."""
+    handle = handle_of(s, turn.agent_id)
+    for_text = f" for @{for_agent.handle}" if for_agent else ""
+    arrived = insert_post(s, counter, dst.id, turn.agent_id,
                           f"@{handle} handed context here from the Mood \"{src.slug}\"{for_text}: "
-                          f"{h.about}", now, kind=PostKind.HANDOFF)
-    insert_post(s, counter, src.id, w.agent_id,
-                f"@{handle} handed context to the Mood \"{dst.slug}\"{for_text}: {h.about}", now,
+                          f"{about}", now, kind=PostKind.HANDOFF)
+    insert_post(s, counter, src.id, turn.agent_id,
+                f"@{handle} handed context to the Mood \"{dst.slug}\"{for_text}: {about}", now,
                 kind=PostKind.HANDOFF)
-    s.add(Handoff(wake_id=w.id, agent_id=w.agent_id, from_mood_id=src.id, to_mood_id=dst.id,
-                  for_agent_id=for_id, about=h.about, context=h.context,
+    for_id = for_agent.id if for_agent else None
+    s.add(Handoff(wake_id=turn.id, agent_id=turn.agent_id, from_mood_id=src.id,
+                  to_mood_id=dst.id, for_agent_id=for_id, about=about, context=context,
                   event_post_id=arrived.id, at=now))
     if for_id is not None:
-        # The named agent owes the handoff a look: it is woken there like a
-        # mention by an agent (look-only), held if busy, answered once.
         s.add(Owed(agent_id=for_id, post_id=arrived.id, mood_id=dst.id))
         listener = cycle.listeners_for(s, {(for_id, dst.id)})[(for_id, dst.id)]
         listener.due_at = now if listener.due_at is None else min(listener.due_at, now)
-    log.info("%s handed context from %s to %s", handle, src.slug, dst.slug,
-             extra={"action": "handoff", "wake_id": w.id, "from": src.slug, "to": dst.slug})
-    return ""
+    return handle

@@ -1,42 +1,114 @@
-"""Pure parsing of the blocks an agent may write in its reply.
+"""The blocks an agent may write in its reply: one registry, one parser.
 
-An agent's reply may carry, anywhere in it, one ```` ```handoff ```` block
-(carry context to or from another Mood), one ```` ```checkin ```` block (count a
-person's own words as their check-in), in a checkin-contact wake one
-```` ```contact ```` block (the one message to a person's contact, or why not),
-on full-tool turns one ```` ```settings ```` block (change this Mood's dials for
-itself) and one ```` ```alarm ```` block (ask for a wake at a time), and, when
-it has an activities catalog, one ```` ```away ```` block (step out after this
-reply, for one of its activities).  ``parse``
-takes the reply text and the turn's tools and returns the reply with the
-blocks taken out, each block checked as far as text alone allows, and the
-refusals: a block is either wholly valid or refused with a reason, never half
-read.  What needs the store (does the Mood exist, is it archived, is the
-agent real) is checked by the runner when it applies them.
+An agent's reply may carry, anywhere in it, fenced blocks of the kinds
+registered here (```` ```handoff ````, ```` ```settings ````, and those the
+organs add).  A kind is declared once, by the part of the poller that owns it,
+as a :class:`Kind`: its fence name, the tools tier a turn needs for it, its
+parser (the block's lines to a frozen value, or :class:`Refuse`) and its
+applier, which settling (:mod:`poller.turns.settle`) calls with the store's
+open transaction.  ``parse`` takes the reply text and the turn's tools and
+returns the reply with the blocks taken out, each block checked as far as text
+alone allows, and the refusals: a block is either wholly valid or refused with
+a reason, never half read.  What needs the store (does the Mood exist, is it
+archived, is the agent real) is checked by the applier.
 
 A fenced block of any other kind (```` ```python ````, say) is ordinary text:
 a handoff example quoted inside one is not a handoff.
+
+The built-in kinds are registered by the modules in :data:`BUILT_IN`, loaded
+the first time the registry is read, so every process that parses a reply
+(the poller, a runner started on its own) knows every kind.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Callable, Optional
 
-from poller.away import catalog
 from poller import errors, settings, text
+from poller.kinds import Tools
 
-KINDS = ("handoff", "settings", "away", "alarm", "checkin", "contact")
+# The modules declaring the built-in kinds: the core's, then each organ's.
+BUILT_IN = ("poller.turns.settle", "poller.away.replies", "poller.schedules.replies")
 MAX_ABOUT_CHARS = 100
 MAX_CONTEXT_CHARS = 8_000
 MAX_NOTE_CHARS = 500
 HANDOFF_KEYS = ("to", "from", "about", "for")
-AWAY_KEYS = ("activity", "note")
 
 FENCE_RE = re.compile(r"^[ \t]{0,3}```[ \t]*(?P<info>[^\s`]*)[^`]*$")
 LINE_RE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)[ \t]*:[ \t]*(?P<value>.*)$")
 SEPARATOR_RE = re.compile(r"^[ \t]*---+[ \t]*$")
+
+
+class Refuse(Exception):
+    """Raised by a kind's parser: the block is refused whole, with this reason."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of reply block, as its owner declares it.
+
+    *apply* is called at settling as ``apply(s, counter, turn, value, now)`` with
+    the store's open transaction and the turn (:class:`poller.store.turns.Ending`),
+    and returns why the block is refused, or "".  Kinds are applied in *rank*
+    order; in a wake of a kind in *without_block*, *apply* is called with None
+    when the reply has no valid block of this kind.
+    """
+
+    name: str
+    parse: Callable[[list[str]], Any]
+    apply: Callable[..., str]
+    rank: int
+    tools: str = Tools.LOOK  # full: honoured only on a full-tool turn
+    without_block: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Hook:
+    """Something settling does after a reply, block or none: ``run(s, counter, turn,
+    posted, now)``, at *rank* among the kinds' appliers."""
+
+    name: str
+    run: Callable[..., None]
+    rank: int
+
+
+_KINDS: dict[str, Kind] = {}
+_HOOKS: dict[str, Hook] = {}
+_loaded = False
+
+
+def register(kind: Kind) -> Kind:
+    """Declare a kind of block (once per name: a second declaration replaces the first)."""
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def register_hook(hook: Hook) -> Hook:
+    _HOOKS[hook.name] = hook
+    return hook
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in BUILT_IN:
+            importlib.import_module(module)
+
+
+def kinds() -> list[Kind]:
+    """Every registered kind, in rank order."""
+    _load()
+    return sorted(_KINDS.values(), key=lambda k: (k.rank, k.name))
+
+
+def steps() -> list[Kind | Hook]:
+    """The kinds and the hooks together, in the order settling runs them."""
+    _load()
+    return sorted([*_KINDS.values(), *_HOOKS.values()], key=lambda k: (k.rank, k.name))
 
 
 @dataclass(frozen=True)
@@ -55,49 +127,31 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class AlarmBlock:
-    kind: str  # at | daily | cron
-    when: str
-    tz: str
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class CheckinBlock:
-    quote: str  # the person's words, from the post the turn answers
-    person: Optional[str] = None  # whose agreement (default: the one person with one here)
-
-
-@dataclass(frozen=True)
-class ContactBlock:
-    subject: str = ""
-    body: str = ""
-    decline: str = ""  # the agent chose not to write, and why
-
-
-@dataclass(frozen=True)
-class Away:
-    activity: str  # an id of the agent's catalog (checked when applied)
-    note: str = ""  # why it goes: seeds its account when it is back
-
-
-@dataclass(frozen=True)
 class Refused:
-    block: str  # handoff | settings | away | alarm | checkin | contact
+    block: str  # the kind's name
     reason: str
 
 
 @dataclass(frozen=True)
 class Parsed:
-    text: str  # the reply without its blocks
-    handoff: Optional[Handoff] = None
-    settings: Optional[Settings] = None
+    """The reply without its blocks, the valid blocks' values by kind, the refusals.
+
+    A kind's value reads as an attribute (``parsed.handoff``): None when the reply
+    has no valid block of that kind.
+    """
+
+    text: str
     refused: tuple[Refused, ...] = ()
-    away: Optional[Away] = None
     found: tuple[str, ...] = field(default=())  # kinds of block seen, valid or not
-    alarm: Optional[AlarmBlock] = None
-    checkin: Optional[CheckinBlock] = None
-    contact: Optional[ContactBlock] = None
+    values: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, kind: str) -> Any:
+        return dict(self.values).get(kind)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in _KINDS:
+            raise AttributeError(name)
+        return self.get(name)
 
 
 @dataclass
@@ -107,7 +161,7 @@ class _Block:
     closed: bool
 
 
-def _split(reply: str) -> tuple[list[str], list[_Block]]:
+def _split(reply: str, names: set[str]) -> tuple[list[str], list[_Block]]:
     """The reply's lines outside our blocks, and our blocks."""
     lines = reply.split("\n")
     kept: list[str] = []
@@ -123,7 +177,7 @@ def _split(reply: str) -> tuple[list[str], list[_Block]]:
         end, depth = i + 1, 0
         while end < len(lines):
             inner = FENCE_RE.match(lines[end])
-            if inner is not None and info in KINDS:
+            if inner is not None and info in names:
                 if inner.group("info"):
                     depth += 1  # a code fence inside the context
                 elif depth:
@@ -133,7 +187,7 @@ def _split(reply: str) -> tuple[list[str], list[_Block]]:
             elif inner is not None and not inner.group("info"):
                 break
             end += 1
-        if info in KINDS:
+        if info in names:
             blocks.append(_Block(info, lines[i + 1:end], end < len(lines)))
         else:
             kept.extend(lines[i:end + 1])  # someone else's code block: plain text
@@ -142,63 +196,48 @@ def _split(reply: str) -> tuple[list[str], list[_Block]]:
 
 
 def parse(reply: str, *, tools: str) -> Parsed:
-    """Take the handoff and settings blocks out of *reply* and check each."""
-    kept, blocks = _split(reply)
+    """Take every registered kind's blocks out of *reply* and check each."""
+    registered = kinds()
+    kept, blocks = _split(reply, {k.name for k in registered})
     if not blocks:
         return Parsed(reply)
     remaining = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
     refused: list[Refused] = []
-    found: dict[str, Optional[object]] = {}
-    for kind in KINDS:
-        mine = [b for b in blocks if b.kind == kind]
+    found: dict[str, Any] = {}
+    for kind in registered:
+        mine = [b for b in blocks if b.kind == kind.name]
         if not mine:
             continue
+        found[kind.name] = None
         if len(mine) > 1:
-            refused.append(Refused(kind, f"{len(mine)} {kind} blocks in one reply; only one is "
-                                         "allowed, so none of them was applied"))
-            found[kind] = None
+            refused.append(Refused(kind.name, f"{len(mine)} {kind.name} blocks in one reply; "
+                                              "only one is allowed, so none of them was applied"))
             continue
         try:
-            found[kind] = _check(mine[0], tools)
-        except _Refuse as exc:
-            refused.append(Refused(kind, str(exc)))
-            found[kind] = None
-    return Parsed(remaining, found.get("handoff"), found.get("settings"), tuple(refused),
-                  away=found.get("away"), found=tuple(found), alarm=found.get("alarm"),
-                  checkin=found.get("checkin"), contact=found.get("contact"))
+            found[kind.name] = _check(kind, mine[0], tools)
+        except Refuse as exc:
+            refused.append(Refused(kind.name, str(exc)))
+    return Parsed(remaining, tuple(refused), tuple(found),
+                  tuple((k, v) for k, v in found.items() if v is not None))
 
 
-class _Refuse(Exception):
-    pass
-
-
-def _check(block: _Block, tools: str):
+def _check(kind: Kind, block: _Block, tools: str):
     if not block.closed:
-        raise _Refuse(f"the {block.kind} block has no closing ``` line")
-    if block.kind == "handoff":
-        return handoff(block.body)
-    if block.kind == "checkin":
-        return checkin_block(block.body)
-    if block.kind == "contact":
-        return contact_block(block.body)
-    if block.kind == "away":
-        return away_block(block.body)
-    if tools != "full":
-        raise _Refuse(f"a {block.kind} block is only honoured on a full-tool turn; "
-                      "this turn was look-only")
-    if block.kind == "alarm":
-        return alarm_block(block.body)
-    return settings_block(block.body)
+        raise Refuse(f"the {block.kind} block has no closing ``` line")
+    if kind.tools == Tools.FULL and tools != Tools.FULL:
+        raise Refuse(f"a {block.kind} block is only honoured on a full-tool turn; "
+                     "this turn was look-only")
+    return kind.parse(block.body)
 
 
-def _pairs(lines: list[str], kind: str) -> list[tuple[str, str]]:
+def pairs(lines: list[str], kind: str) -> list[tuple[str, str]]:
     out = []
     for raw in lines:
         if not raw.strip():
             continue
         m = LINE_RE.match(raw.strip())
         if m is None:
-            raise _Refuse(f"line {raw.strip()[:60]!r} in the {kind} block is not 'key: value'")
+            raise Refuse(f"line {raw.strip()[:60]!r} in the {kind} block is not 'key: value'")
         out.append((m.group("key").lower(), m.group("value").strip()))
     return out
 
@@ -207,39 +246,39 @@ def handoff(body: list[str]) -> Handoff:
     """A handoff block's lines: header, a ``---`` line, then the context."""
     sep = next((i for i, line in enumerate(body) if SEPARATOR_RE.match(line)), None)
     if sep is None:
-        raise _Refuse("the handoff block has no --- line between its header and the context")
+        raise Refuse("the handoff block has no --- line between its header and the context")
     head: dict[str, str] = {}
-    for key, value in _pairs(body[:sep], "handoff"):
+    for key, value in pairs(body[:sep], "handoff"):
         if key not in HANDOFF_KEYS:
-            raise _Refuse(f"unknown line {key + ':'!r} in the handoff block "
+            raise Refuse(f"unknown line {key + ':'!r} in the handoff block "
                           "(expected to:, from:, about:, for:)")
         if key in head:
-            raise _Refuse(f"{key}: is given twice in the handoff block")
+            raise Refuse(f"{key}: is given twice in the handoff block")
         head[key] = value
     if ("to" in head) == ("from" in head):
-        raise _Refuse("a handoff block needs exactly one of to: or from:")
+        raise Refuse("a handoff block needs exactly one of to: or from:")
     direction = "to" if "to" in head else "from"
     slug = head[direction].strip().lower()
     try:
         text.check_slug(slug)
     except errors.UserError as exc:
-        raise _Refuse(str(exc)) from None
+        raise Refuse(str(exc)) from None
     about = head.get("about", "").strip()
     if not about:
-        raise _Refuse("a handoff block needs about: (a few words on what it is about)")
+        raise Refuse("a handoff block needs about: (a few words on what it is about)")
     if len(about) > MAX_ABOUT_CHARS:
-        raise _Refuse(f"about: is {len(about)} characters; the limit is {MAX_ABOUT_CHARS}")
+        raise Refuse(f"about: is {len(about)} characters; the limit is {MAX_ABOUT_CHARS}")
     for_agent = head.get("for", "").strip().lstrip("@") or None
     if for_agent is not None:
         try:
             text.check_handle(for_agent)
         except errors.UserError as exc:
-            raise _Refuse(f"for: {exc}") from None
+            raise Refuse(f"for: {exc}") from None
     context = "\n".join(body[sep + 1:]).strip()
     if not context:
-        raise _Refuse("the handoff block has no context after its --- line")
+        raise Refuse("the handoff block has no context after its --- line")
     if len(context) > MAX_CONTEXT_CHARS:
-        raise _Refuse(f"the handoff context is {len(context):,} characters; "
+        raise Refuse(f"the handoff context is {len(context):,} characters; "
                       f"the limit is {MAX_CONTEXT_CHARS:,}")
     return Handoff(direction, slug, about, context, for_agent)
 
@@ -249,7 +288,7 @@ def settings_block(body: list[str]) -> Settings:
     changes: dict[str, str] = {}
     note = ""
     problems: list[str] = []
-    for key, value in _pairs(body, "settings"):
+    for key, value in pairs(body, "settings"):
         if key == "note":
             note = value
             continue
@@ -273,88 +312,19 @@ def settings_block(body: list[str]) -> Settings:
     if len(note) > MAX_NOTE_CHARS:
         problems.append(f"note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}")
     if problems:
-        raise _Refuse("; ".join(problems))
+        raise Refuse("; ".join(problems))
     return Settings(changes, note)
 
 
-def _keyed(body: list[str], kind: str, allowed: tuple[str, ...]) -> dict[str, str]:
+def keyed(body: list[str], kind: str, allowed: tuple[str, ...]) -> dict[str, str]:
     head: dict[str, str] = {}
-    for key, value in _pairs(body, kind):
+    for key, value in pairs(body, kind):
         if key not in allowed:
-            raise _Refuse(f"unknown line {key + ':'!r} in the {kind} block (expected "
+            raise Refuse(f"unknown line {key + ':'!r} in the {kind} block (expected "
                           f"{', '.join(k + ':' for k in allowed)})")
         if key in head:
-            raise _Refuse(f"{key}: is given twice in the {kind} block")
+            raise Refuse(f"{key}: is given twice in the {kind} block")
         head[key] = value
     return head
 
 
-def alarm_block(body: list[str]) -> AlarmBlock:
-    """``at:`` / ``daily:`` / ``cron:`` (exactly one), ``tz:`` (required), ``note:``."""
-    from poller.schedules import timing
-
-    head = _keyed(body, "alarm", ("at", "daily", "cron", "tz", "note"))
-    whens = [k for k in ("at", "daily", "cron") if k in head]
-    if len(whens) != 1:
-        raise _Refuse("an alarm block needs exactly one of at:, daily: or cron:")
-    if not head.get("tz"):
-        raise _Refuse("an alarm block needs tz: (an IANA zone such as Europe/Berlin)")
-    note = head.get("note", "")
-    if len(note) > MAX_NOTE_CHARS:
-        raise _Refuse(f"note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}")
-    try:
-        spec = timing.Spec.make(whens[0], head[whens[0]], head["tz"])
-    except errors.UserError as exc:
-        raise _Refuse(str(exc).replace("--", "")) from None
-    return AlarmBlock(spec.kind, spec.text, spec.tz, note)
-
-
-def checkin_block(body: list[str]) -> CheckinBlock:
-    """``quote:`` the person's words (required), ``for:`` whose agreement."""
-    head = _keyed(body, "checkin", ("quote", "for"))
-    quote = head.get("quote", "").strip().strip('"“”').strip()
-    if len(quote) < 2:
-        raise _Refuse("a checkin block needs quote: with the person's own words from their post")
-    person = head.get("for", "").strip().lstrip("@") or None
-    return CheckinBlock(quote, person)
-
-
-MAX_SUBJECT_CHARS = 150
-
-
-def contact_block(body: list[str]) -> ContactBlock:
-    """``decline:`` and why; or ``subject:``, a ``---`` line, and the message."""
-    sep = next((i for i, line in enumerate(body) if SEPARATOR_RE.match(line)), None)
-    head = _keyed(body if sep is None else body[:sep], "contact", ("subject", "decline"))
-    if "decline" in head:
-        if sep is not None or "subject" in head:
-            raise _Refuse("a contact block either declines or writes a message, not both")
-        return ContactBlock(decline=head["decline"].strip() or "no reason given")
-    message = "\n".join(body[sep + 1:]).strip() if sep is not None else ""
-    subject = head.get("subject", "").strip()
-    if not subject or not message:
-        raise _Refuse("a contact block needs subject:, a --- line and the message after it "
-                      "(or decline: and why)")
-    if len(subject) > MAX_SUBJECT_CHARS:
-        raise _Refuse(f"subject: is {len(subject)} characters; the limit is {MAX_SUBJECT_CHARS}")
-    return ContactBlock(subject, message)
-
-
-def away_block(body: list[str]) -> Away:
-    """An away block's ``activity:`` (required) and ``note:`` (optional) lines."""
-    head: dict[str, str] = {}
-    for key, value in _pairs(body, "away"):
-        if key not in AWAY_KEYS:
-            raise _Refuse(f"unknown line {key + ':'!r} in the away block (expected activity:, note:)")
-        if key in head:
-            raise _Refuse(f"{key}: is given twice in the away block")
-        head[key] = value
-    activity = head.get("activity", "").strip()
-    if not activity:
-        raise _Refuse("an away block needs activity: (one of your activities' ids)")
-    if not catalog.ID_RE.fullmatch(activity):
-        raise _Refuse(f"activity: {activity[:60]!r} is not an activity id")
-    note = head.get("note", "").strip()
-    if len(note) > MAX_NOTE_CHARS:
-        raise _Refuse(f"note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}")
-    return Away(activity, note)
