@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol
+from typing import Any, NamedTuple, Optional, Protocol
 
 from poller.text import iso
 
@@ -159,3 +159,61 @@ class SettingChange:
     agent: Optional[str]
     at: dt.datetime
     note: str = ""
+
+
+# -- what the store gathers for a wake's letter (poller.wake.compose) ----------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class WakePost:
+    """One post as the composer sees it.  ``tokens`` is the ``encode_ordinary``
+    count of ``text`` stored at ingest (-1 if unknown: it is then counted)."""
+
+    id: int
+    sender: str
+    created_at: dt.datetime  # aware, UTC
+    text: str
+    tokens: int = -1
+    sender_is_agent: bool = False
+    kind: str = "post"  # post | silent | system | handoff
+    reply_to: int | None = None
+
+
+class LinkedPost(NamedTuple):
+    mood: str  # slug of the Mood the linked post is in
+    post: WakePost
+
+
+class Member(NamedTuple):
+    """Someone who has been in the Mood, as the letter names them."""
+
+    handle: str
+    is_agent: bool = False
+    trust: str = ""  # a person's: full | look | none
+
+
+class AlsoAsked(NamedTuple):
+    handle: str
+    at_work: bool  # busy with a turn right now
+
+
+class DialChange(NamedTuple):
+    """A setting changed since the agent's last wake here, as its letter shows it."""
+
+    who: str
+    key: str
+    old: str
+    new: str
+
+
+class CutOff(NamedTuple):
+    at: dt.datetime | None = None
+    why: str = ""  # e.g. "timed out after 15 minutes", "the poller restarted"
+
+
+class Handed(NamedTuple):
+    from_mood: str
+    from_agent: str
+    about: str
+    context: str
+    look_only: bool = False  # written by a look-only turn (woken by look-trust posts, or unasked)

@@ -20,8 +20,7 @@ from typing import Optional, Sequence
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller.wake import compose
-from poller import settings
+from poller import settings, values
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
 from poller.store import away as absences, cycle
 from poller.models import (AgentSession, Handoff, Mention, Mood, Participant, Post, Refusal,
@@ -37,9 +36,9 @@ LETTER_PEOPLE = 30  # people and agents a letter names
 LINK_RE = re.compile(r"(?:/moods/(?P<slug>[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)/)?#p-(?P<id>\d{1,18})\b")
 
 
-def _wake_posts(rows) -> list[compose.WakePost]:
+def _wake_posts(rows) -> list[values.WakePost]:
     """Rows of :func:`_posts_query` as WakePosts (unpacked by position: hundreds a wake)."""
-    agent, post = ParticipantKind.AGENT, compose.WakePost
+    agent, post = ParticipantKind.AGENT, values.WakePost
     return [post(id=i, sender=handle, created_at=at, text=text, tokens=tokens,
                  sender_is_agent=sender_kind == agent, kind=kind, reply_to=reply_to)
             for i, at, text, tokens, kind, reply_to, handle, sender_kind in rows]
@@ -53,7 +52,7 @@ def _posts_query():
             .join(Participant, Participant.id == Post.sender_id))
 
 
-def posts_by_id(s: Session, ids: Sequence[int]) -> list[compose.WakePost]:
+def posts_by_id(s: Session, ids: Sequence[int]) -> list[values.WakePost]:
     if not ids:
         return []
     return _wake_posts(s.execute(_posts_query().where(Post.id.in_(ids)).order_by(Post.id)))
@@ -61,7 +60,7 @@ def posts_by_id(s: Session, ids: Sequence[int]) -> list[compose.WakePost]:
 
 def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: int = 0,
             keep_from: int = 0, fresh: Optional[absences.Window] = None
-            ) -> tuple[list[compose.WakePost], int]:
+            ) -> tuple[list[values.WakePost], int]:
     """Posts after *after_id*, oldest first, and how many older ones were left out.
 
     The newest HISTORY_POSTS; when their stored token counts fall short of
@@ -143,7 +142,7 @@ def first_turn(s: Session, agent_id: int, mood_id: int, keeps_sessions: bool) ->
     return s.scalar(woke) is None
 
 
-def people(s: Session, mood_id: int, agent_id: int) -> list[compose.Member]:
+def people(s: Session, mood_id: int, agent_id: int) -> list[values.Member]:
     """Who has posted or signed in here (removed ones left out), by handle, up to LETTER_PEOPLE."""
     posted = sa.select(Post.id).where(Post.mood_id == mood_id, Post.sender_id == Participant.id)
     signed = sa.select(SignIn.id).where(SignIn.mood_id == mood_id,
@@ -152,12 +151,12 @@ def people(s: Session, mood_id: int, agent_id: int) -> list[compose.Member]:
          .where(Participant.retired_at.is_(None), Participant.id != agent_id,
                 sa.or_(posted.exists(), signed.exists()))
          .order_by(Participant.handle_key).limit(LETTER_PEOPLE))
-    return [compose.Member(r.handle, r.kind == ParticipantKind.AGENT, r.trust)
+    return [values.Member(r.handle, r.kind == ParticipantKind.AGENT, r.trust)
             for r in s.execute(q)]
 
 
 def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
-               agent_ids: set[int]) -> list[compose.AlsoAsked]:
+               agent_ids: set[int]) -> list[values.AlsoAsked]:
     if not post_ids:
         return []
     q = (sa.select(Participant.id, Participant.handle).join(Mention, Mention.participant_id == Participant.id)
@@ -168,11 +167,11 @@ def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
             continue
         busy = s.scalar(sa.select(Wake.id).where(Wake.agent_id == r.id,
                                                  Wake.status.in_(IN_FLIGHT)).limit(1))
-        out.append(compose.AlsoAsked(r.handle, busy is not None))
+        out.append(values.AlsoAsked(r.handle, busy is not None))
     return sorted(out)
 
 
-def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[compose.CutOff]:
+def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[values.CutOff]:
     """The agent's last finished turn here, if it was cut off or failed."""
     # Three columns, not the Wake row: its text (the whole last wake) is not needed.
     q = (sa.select(Wake.status, Wake.finished_at, Wake.error)
@@ -185,7 +184,7 @@ def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[compose.CutOff]
     # body): it stays in the record, and the wake says only that it failed.
     # A cut-off's reason is the service's own words (a timeout, a restart).
     why = "it failed before it could reply" if last.status == WakeStatus.FAILED else last.error
-    return compose.CutOff(last.finished_at, why or "it was cut off")
+    return values.CutOff(last.finished_at, why or "it was cut off")
 
 
 # -- the optional lines ---------------------------------------------------------------
@@ -193,16 +192,16 @@ def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[compose.CutOff]
 
 @dataclass
 class Extras:
-    settings_changed: list[compose.SettingChange] = field(default_factory=list)
+    settings_changed: list[values.DialChange] = field(default_factory=list)
     settings_seen_id: int = 0
-    handed: list[compose.Handed] = field(default_factory=list)
+    handed: list[values.Handed] = field(default_factory=list)
     handoff_ids: list[int] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     refusal_ids: list[int] = field(default_factory=list)
-    linked: list[compose.LinkedPost] = field(default_factory=list)
+    linked: list[values.LinkedPost] = field(default_factory=list)
 
 
-def extras(s: Session, agent_id: int, mood_id: int, woke: Sequence[compose.WakePost],
+def extras(s: Session, agent_id: int, mood_id: int, woke: Sequence[values.WakePost],
            shown: set[int], now: dt.datetime) -> Extras:
     out = Extras()
     out.settings_changed, out.settings_seen_id = settings_changed(s, agent_id, mood_id, now)
@@ -254,7 +253,7 @@ def taken(s: Session, wake_id: int, ex: Extras) -> None:
 
 
 def settings_changed(s: Session, agent_id: int, mood_id: int,
-                     now: dt.datetime) -> tuple[list[compose.SettingChange], int]:
+                     now: dt.datetime) -> tuple[list[values.DialChange], int]:
     """Changes to what applies here since the agent's last wake here, and the newest row id.
 
     Only rows that changed the value in force for this (Mood, agent) count:
@@ -289,13 +288,13 @@ def settings_changed(s: Session, agent_id: int, mood_id: int,
         after = settings.resolve(applied, mood_id, agent_id, now)
         key = r.key
         if key in after and after[key].value != before[key].value:
-            out.append(compose.SettingChange(r.handle or "an operator", key,
+            out.append(values.DialChange(r.handle or "an operator", key,
                                              str(before[key].value), str(after[key].value)))
         before = after
     return out, newest
 
 
-def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, compose.Handed]]:
+def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, values.Handed]]:
     """Context handed to this Mood for this agent (or anyone), oldest first, within HANDED_CHARS."""
     mine = (sa.select(Handoff.id)
             .where(Handoff.to_mood_id == mood_id, Handoff.taken_wake_id.is_(None),
@@ -317,7 +316,7 @@ def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, compose.H
         if out and total + len(h.context) > HANDED_CHARS:
             break
         total += len(h.context)
-        out.append((h.id, compose.Handed(r.slug, r.handle, h.about, h.context[:HANDED_CHARS],
+        out.append((h.id, values.Handed(r.slug, r.handle, h.about, h.context[:HANDED_CHARS],
                                          look_only=r.tools != Tools.FULL)))
     return out
 
@@ -329,8 +328,8 @@ def refusals(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, str]]:
     return [(r.id, f"your {r.block} block: {r.reason}") for r in s.scalars(q)]
 
 
-def linked(s: Session, mood_id: int, woke: Sequence[compose.WakePost],
-           shown: set[int]) -> list[compose.LinkedPost]:
+def linked(s: Session, mood_id: int, woke: Sequence[values.WakePost],
+           shown: set[int]) -> list[values.LinkedPost]:
     """Posts the woke posts link to, each with a little around it, not already in the wake."""
     targets: list[tuple[Optional[str], int]] = []
     for p in woke:
@@ -338,7 +337,7 @@ def linked(s: Session, mood_id: int, woke: Sequence[compose.WakePost],
             key = (m.group("slug"), int(m.group("id")))
             if key not in targets and len(targets) < MAX_LINKS:
                 targets.append(key)
-    out: list[compose.LinkedPost] = []
+    out: list[values.LinkedPost] = []
     taken_ids = set(shown)
     for slug, post_id in targets:
         target = s.get(Post, post_id)
@@ -350,17 +349,17 @@ def linked(s: Session, mood_id: int, woke: Sequence[compose.WakePost],
         for p in _around(s, target):
             if p.id not in taken_ids:
                 taken_ids.add(p.id)
-                out.append(compose.LinkedPost(mood.slug, p))
+                out.append(values.LinkedPost(mood.slug, p))
     return out
 
 
-def around(s: Session, post_id: int, n: int) -> list[compose.WakePost]:
+def around(s: Session, post_id: int, n: int) -> list[values.WakePost]:
     """The post *post_id* with up to *n* posts on each side of it, in its Mood."""
     target = s.get(Post, post_id)
     return _around(s, target, n) if target is not None else []
 
 
-def _around(s: Session, target: Post, n: int = LINK_AROUND) -> list[compose.WakePost]:
+def _around(s: Session, target: Post, n: int = LINK_AROUND) -> list[values.WakePost]:
     base = _posts_query().where(Post.mood_id == target.mood_id, Post.kind == PostKind.POST)
     before = s.execute(base.where(Post.id < target.id).order_by(Post.id.desc()).limit(n)).all()
     after = s.execute(base.where(Post.id > target.id).order_by(Post.id).limit(n)).all()

@@ -38,6 +38,7 @@ from poller.kinds import Tools, WakeKind, names
 from poller.wake import catchup, lines, summarize
 from poller.config import WakeConfig
 from poller.wake.lines import WakePost
+from poller.values import AlsoAsked, CutOff, DialChange, Handed, LinkedPost, Member
 from poller.tokens import Counter
 from wiki_rules.fallback import BUILT_IN, DialWords
 
@@ -60,13 +61,10 @@ _SPLIT = "\x00catch-up\x00"  # stands in for the catch-up while the frame render
 
 # --- inputs -------------------------------------------------------------------
 
-# WakePost, one post as the composer sees it, is defined with the line format
-# in poller.wake.lines; compose.WakePost names the same class.
-
-
-class LinkedPost(NamedTuple):
-    mood: str  # slug of the Mood the linked post is in
-    post: WakePost
+# WakePost (one post as the composer sees it) and the other inputs the store
+# gathers for a wake (LinkedPost, Member, AlsoAsked, DialChange, CutOff, Handed)
+# are the store's frozen values, defined in poller.values; compose.WakePost and
+# the rest name the same classes.
 
 
 class Arrival(NamedTuple):
@@ -74,39 +72,6 @@ class Arrival(NamedTuple):
     label: str  # how the person is shown, e.g. their display name
     tier: str = ""  # full | look | none
     last_spoke: datetime | None = None  # their newest post in this Mood; None: never
-
-
-class Member(NamedTuple):
-    """Someone who has been in the Mood, as the letter names them."""
-
-    handle: str
-    is_agent: bool = False
-    trust: str = ""  # a person's: full | look | none
-
-
-class AlsoAsked(NamedTuple):
-    handle: str
-    at_work: bool  # busy with a turn right now
-
-
-class SettingChange(NamedTuple):
-    who: str
-    key: str
-    old: str
-    new: str
-
-
-class CutOff(NamedTuple):
-    at: datetime | None = None
-    why: str = ""  # e.g. "timed out after 15 minutes", "the poller restarted"
-
-
-class Handed(NamedTuple):
-    from_mood: str
-    from_agent: str
-    about: str
-    context: str
-    look_only: bool = False  # written by a look-only turn (woken by look-trust posts, or unasked)
 
 
 class Scheduled(NamedTuple):
@@ -180,7 +145,7 @@ class WakeRequest:
     new_after_id: int | None = None  # consider/quiet: posts with a larger id are new
     arrival: Arrival | None = None  # who signed in (arrival wakes)
     also_asked: Sequence[AlsoAsked] = ()
-    settings_changed: Sequence[SettingChange] = ()
+    settings_changed: Sequence[DialChange] = ()
     cut_off: CutOff | None = None
     handed: Sequence[Handed] = ()
     refusals: Sequence[str] = ()  # what was refused from its last reply, and why
@@ -466,7 +431,7 @@ def _context(request: WakeRequest, config: WakeConfig, scale: float) -> dict:
         "linked": linked,
         "linked_count": len(request.linked),
         "also_asked": [AlsoAsked(field_(h), bool(w)) for h, w in request.also_asked],
-        "settings_changed": [SettingChange(*map(field_, s)) for s in request.settings_changed][:MAX_SETTINGS_SHOWN],
+        "settings_changed": [DialChange(*map(field_, s)) for s in request.settings_changed][:MAX_SETTINGS_SHOWN],
         "settings_more": max(0, len(request.settings_changed) - MAX_SETTINGS_SHOWN),
         "cut_off": _cut_off(request),
         "handed": _handed(request.handed, cap * HANDED_SHARE * scale),
@@ -699,7 +664,7 @@ def _placeholders(kind: str, tools: str, config: WakeConfig) -> dict:
         "linked": "[«sender», «time», in «other-mood»] «a post a woke post linked to»",
         "linked_count": int(kind in (WakeKind.MENTION, WakeKind.CONSIDER)),
         "also_asked": [AlsoAsked("«other agent»", True)],
-        "settings_changed": [SettingChange("«who»", "«key»", "«old»", "«new»")],
+        "settings_changed": [DialChange("«who»", "«key»", "«old»", "«new»")],
         "settings_more": 0,
         "cut_off": {"at": "«time» UTC", "why": "«why it was cut off»"},
         "handed": [Handed("«from-mood»", "«agent»", "«about»", lines.INDENT + "«the handed context»")],

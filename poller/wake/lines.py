@@ -1,7 +1,7 @@
 """Posts as wake lines, and the escaping that keeps post text from forging any.
 
 A wake shows posts as lines, ``[sender, time] text``.  This module owns that
-line format, the :class:`WakePost` it is made from, and the escaping of
+line format, made from :class:`WakePost`, and the escaping of
 everything a person or agent wrote: no post can open or close
 ``<mood-wake>``, nor write a lookalike of it (fullwidth or Cyrillic letters,
 invisible characters inside); invisible and bidirectional control characters
@@ -9,16 +9,18 @@ are shown as ``⟨U+200B⟩``; and every line printed from a post starts either
 with its ``[sender, time]`` prefix or with :data:`INDENT`, so none can pass
 for one of the wake's own lines or for another person's post.
 
-It imports nothing from the rest of the package: the catch-up, the
-summarizers and the composer all build on it.
+It imports nothing from the rest of the package but the :class:`WakePost`
+the store hands out (:mod:`poller.values`): the catch-up, the summarizers and
+the composer all build on it.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from datetime import datetime
+
+from poller.values import WakePost
 
 INDENT = "  "  # continuation lines of a post: never confusable with our own lines
 
@@ -63,21 +65,6 @@ _FLAG = re.compile("\U0001f3f4[\U000e0020-\U000e007e]{1,7}\U000e007f")
 # controls; \n and \t are kept, \r is normalised separately.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x85\u2028\u2029]")
 _BLANKS = re.compile(r"\s+")
-
-
-@dataclass(frozen=True, kw_only=True)
-class WakePost:
-    """One post as the composer sees it.  ``tokens`` is the ``encode_ordinary``
-    count of ``text`` stored at ingest (-1 if unknown: it is then counted)."""
-
-    id: int
-    sender: str
-    created_at: datetime  # aware, UTC
-    text: str
-    tokens: int = -1
-    sender_is_agent: bool = False
-    kind: str = "post"  # post | silent | system | handoff
-    reply_to: int | None = None
 
 
 # --- escaping -------------------------------------------------------------------
