@@ -20,10 +20,11 @@ def test_a_process_that_imports_only_the_parser_knows_every_built_in_kind():
     code = ("from poller.turns import blocks\n"
             "print(' '.join(k.name for k in blocks.kinds()))\n"
             "p = blocks.parse('bye\\n```away\\nactivity: walk\\n```', tools='look')\n"
-            "print(p.text, p.away.activity)\n")
+            "print(p.text, p.away.activity)\n"
+            "print(blocks.output_for('command').settle.__module__)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout.splitlines()
-    assert out == [" ".join(BUILT_IN), "bye walk"]
+    assert out == [" ".join(BUILT_IN), "bye walk", "poller.control.replies"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,9 +15,13 @@ archived, is the agent real) is checked by the applier.
 A fenced block of any other kind (```` ```python ````, say) is ordinary text:
 a handoff example quoted inside one is not a handoff.
 
-The built-in kinds are registered by the modules in :data:`BUILT_IN`, loaded
-the first time the registry is read, so every process that parses a reply
-(the poller, a runner started on its own) knows every kind.
+A wake kind whose reply is not the agent speaking (a slash command's output)
+is declared here too, as an :class:`Output`: settling hands its reply to the
+owner's function instead of posting it and reading its blocks.
+
+The built-in declarations are registered by the modules in :data:`BUILT_IN`,
+loaded the first time the registry is read, so every process that settles a
+turn (the poller, a runner started on its own) knows every one.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from poller import errors, settings, text
 from poller.kinds import Tools
 
 # The modules declaring the built-in kinds: the core's, then each organ's.
-BUILT_IN = ("poller.turns.settle", "poller.away.replies", "poller.schedules.replies")
+BUILT_IN = ("poller.turns.settle", "poller.away.replies", "poller.schedules.replies",
+            "poller.control.replies")
 MAX_ABOUT_CHARS = 100
 MAX_CONTEXT_CHARS = 8_000
 MAX_NOTE_CHARS = 500
@@ -75,8 +80,18 @@ class Hook:
     rank: int
 
 
+@dataclass(frozen=True)
+class Output:
+    """A wake kind whose reply is output to record, not a post: ``settle(s, counter,
+    turn, outcome, now)`` records it and returns the wake's final status."""
+
+    wake_kind: str
+    settle: Callable[..., str]
+
+
 _KINDS: dict[str, Kind] = {}
 _HOOKS: dict[str, Hook] = {}
+_OUTPUTS: dict[str, Output] = {}
 _loaded = False
 
 
@@ -89,6 +104,17 @@ def register(kind: Kind) -> Kind:
 def register_hook(hook: Hook) -> Hook:
     _HOOKS[hook.name] = hook
     return hook
+
+
+def register_output(output: Output) -> Output:
+    _OUTPUTS[output.wake_kind] = output
+    return output
+
+
+def output_for(wake_kind: str) -> Optional[Output]:
+    """How a reply to a wake of *wake_kind* is recorded, when it is not a post."""
+    _load()
+    return _OUTPUTS.get(wake_kind)
 
 
 def _load() -> None:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from poller import errors
-from poller.control import slash
 from poller.kinds import Tools, WakeKind, WakeStatus
 from poller.store import Store, turns
 from poller.text import MAX_POST_CHARS
@@ -105,8 +104,9 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
         turns.keep_session(s, turn, outcome.session, outcome.cost, now)
         if outcome.status != WakeStatus.REPLIED:
             return ended_badly(s, store.counter, turn, outcome, now)
-        if turn.kind == WakeKind.COMMAND:
-            return command_done(s, store.counter, turn, outcome, now)
+        output = blocks.output_for(turn.kind)
+        if output is not None:
+            return output.settle(s, store.counter, turn, outcome, now)
         return replied(s, store.counter, turn, outcome, now, prices)
 
 
@@ -140,17 +140,6 @@ def ended_badly(s, counter, turn: turns.Ending, outcome, now: dt.datetime) -> st
     elif getattr(outcome, "unseen", False):
         turns.owe_again(s, turn.id, now)
     return status
-
-
-def command_done(s, counter, turn: turns.Ending, outcome, now: dt.datetime) -> str:
-    """A person's slash command ran: what it printed goes into the Mood as a system note
-    (the session's output, not the agent speaking), and nothing else of a turn follows
-    (no cooldown, no blocks read, no silence)."""
-    word = (turn.text or "/").lstrip("/")
-    body = slash.output_note(word, turns.handle_of(s, turn.agent_id), outcome.reply,
-                             MAX_POST_CHARS)
-    return turns.record_command_output(s, counter, turn.id, body,
-                                       outcome.note or outcome.error, now)
 
 
 def apply_blocks(s, counter, turn: turns.Ending, parsed: blocks.Parsed,
