@@ -175,7 +175,10 @@ class Parsed:
         return dict(self.values).get(kind)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name not in _KINDS:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        _load()
+        if name not in _KINDS:
             raise AttributeError(name)
         return self.get(name)
 
