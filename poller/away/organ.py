@@ -5,7 +5,9 @@ declared with :func:`poller.kinds.register`, as the core declares its own
 (:mod:`poller.cycle.wakes`); its gate (:func:`poller.away.gate`) is added to
 the law; and its :class:`poller.cycle.presence.Presence` tells the cycle what an
 absence means for one wake: the law's ``away`` fact, the pings kept for the
-return, a judgment's state line, the activities on offer, fresh eyes.  The
+return, a judgment's state line, the activities on offer, fresh eyes.  Its
+reply block, ``away``, and the call back on a judgment's reply
+(:mod:`poller.away.replies`) are declared to :mod:`poller.turns.blocks`.  The
 cycle finds all of it through :mod:`poller.cycle.organs`.
 """
 
@@ -14,10 +16,11 @@ from __future__ import annotations
 import datetime as dt
 
 from poller import away, kinds, law
-from poller.away import catalog
+from poller.away import catalog, replies
 from poller.cycle import draft as drafts, presence
 from poller.kinds import KindSpec, WakeKind
 from poller.store import away as absences, gather
+from poller.turns import blocks
 from poller.wake import compose
 
 AROUND_PING = 2  # posts on each side of a missed ping a return wake shows (about five in all)
@@ -127,3 +130,7 @@ law.add_rule(away.gate)
 presence.register(presence.Presence(
     fact=fact, judges=lambda f: f.judges(), noted=noted, parts=parts,
     window=absences.window, recorded=recorded))
+# Called back before any block is applied, so an away block in the same reply
+# starts a new absence rather than finding the old one still on.
+blocks.register_hook(blocks.Hook("called-back", replies.come_back_if_called, rank=0))
+blocks.register(blocks.Kind("away", replies.away_block, replies.apply_away, rank=60))

@@ -4,8 +4,8 @@ An agent with an activities catalog may end a reply with an ``away`` block
 (its ``activity:``, and a ``note:`` on why it goes): the reply just posted is
 its goodbye, and the absence starts, for a duration rolled from the catalog
 entry.  A real reply to a judgment (a trusted ping while it was out) calls the
-absence back instead.  Both are declared to the registry of
-:mod:`poller.turns.blocks` here and run inside the turn's settling.
+absence back instead.  Both run inside the turn's settling; they are declared
+to the registry of :mod:`poller.turns.blocks` by :mod:`poller.away.organ`.
 """
 
 from __future__ import annotations
@@ -103,9 +103,3 @@ def come_back_if_called(s, counter, turn: turns.Ending, posted: bool, now: dt.da
         log.info("wake %s: a reply to a judgment, so the absence is cut short", turn.id,
                  extra={"action": "absence_cut_short", "wake_id": turn.id,
                         "activity_id": judged[0]})
-
-
-# Called back before any block is applied, so an away block in the same reply
-# starts a new absence rather than finding the old one still on.
-blocks.register_hook(blocks.Hook("called-back", come_back_if_called, rank=0))
-blocks.register(blocks.Kind("away", away_block, apply_away, rank=60))

@@ -8,7 +8,8 @@ not composed: the wake is the command alone, run in the agent's session
 here with look-only tools, whatever the Mood's dials and budgets; it waits
 while a turn runs there or the agent is stopped there, and passes through an
 absence.  Declared with :func:`poller.kinds.register` (see
-:mod:`poller.cycle.organs`).
+:mod:`poller.cycle.organs`); what it printed is recorded at settling by
+:func:`poller.control.replies.command_done`, declared to :mod:`poller.turns.blocks`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import datetime as dt
 
 from poller import kinds
-from poller.control import commands, slash
+from poller.control import commands, replies, slash
 from poller.cycle import draft as drafts, scan
 from poller.cycle.context import log
 from poller.kinds import KindSpec, Tools, WakeKind
 from poller.store import cycle, gather
+from poller.turns import blocks
 
 
 def command_draft(g: drafts.Gathering) -> drafts.Draft:
@@ -79,3 +81,6 @@ def take_command(ctx, s, l, r, asked: slash.Asked, now: dt.datetime) -> None:
 scan.read_with(scan.Reader("stop-resume", carry_out=commands.carry_out))
 scan.read_with(scan.Reader("slash", commands=slash_commands, target=command_target,
                            take=take_command))
+
+# A command wake's reply is what the command printed, recorded as a note: not a post.
+blocks.register_output(blocks.Output(WakeKind.COMMAND, replies.command_done))

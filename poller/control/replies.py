@@ -3,7 +3,8 @@
 A command wake's reply is what the command printed in the agent's session,
 not the agent speaking: it is posted as a system note, and nothing else of a
 turn follows (no cooldown, no blocks read, no silence).  Declared to the
-registry of :mod:`poller.turns.blocks` as the output of command wakes.
+registry of :mod:`poller.turns.blocks` as the output of command wakes, by
+:mod:`poller.control.organ`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ from __future__ import annotations
 import datetime as dt
 
 from poller.control import slash
-from poller.kinds import WakeKind
 from poller.store import turns
 from poller.text import MAX_POST_CHARS
-from poller.turns import blocks
 
 
 def command_done(s, counter, turn: turns.Ending, outcome, now: dt.datetime) -> str:
@@ -25,5 +24,3 @@ def command_done(s, counter, turn: turns.Ending, outcome, now: dt.datetime) -> s
     return turns.record_command_output(s, counter, turn.id, body,
                                        outcome.note or outcome.error, now)
 
-
-blocks.register_output(blocks.Output(WakeKind.COMMAND, command_done))

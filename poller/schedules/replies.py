@@ -4,8 +4,9 @@ An ``alarm`` block (full-tool turns) asks for a wake at a time; a ``checkin``
 block counts a person's own words as their check-in; in a checkin-contact
 wake a ``contact`` block is the one message to the person's contact, or why
 not (a reply with no valid one declines).  A posted reply to a missed
-check-in's notice confirms the notice.  Each is declared to the registry of
-:mod:`poller.turns.blocks` here; the verbs are :mod:`poller.schedules.agreements`.
+check-in's notice confirms the notice.  The verbs are
+:mod:`poller.schedules.agreements`; :mod:`poller.schedules.organ` declares these
+to the registry of :mod:`poller.turns.blocks`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from poller import errors
-from poller.kinds import Tools, WakeKind
+from poller.kinds import WakeKind
 from poller.schedules import agreements, timing
 from poller.store import cycle
 from poller.turns import blocks
@@ -90,7 +91,7 @@ def contact_block(body: list[str]) -> ContactBlock:
     return ContactBlock(subject, message)
 
 
-def _noting(verb):
+def noting(verb):
     """An applier from one of the agreements' verbs: what it notes goes into the Mood."""
     def apply(s, counter, turn, block, now: dt.datetime) -> str:
         notes: list[str] = []
@@ -104,13 +105,3 @@ def _noting(verb):
 def confirm_notice(s, counter, turn, posted: bool, now: dt.datetime) -> None:
     if posted and turn.kind == WakeKind.CHECKIN_MISSED:
         agreements.confirm_notice(s, turn, now)
-
-
-blocks.register(blocks.Kind("alarm", alarm_block, _noting(agreements.alarm), rank=10,
-                            tools=Tools.FULL))
-blocks.register(blocks.Kind("checkin", checkin_block, _noting(agreements.checkin), rank=20))
-blocks.register(blocks.Kind("contact", contact_block, _noting(agreements.contact), rank=30,
-                            without_block=frozenset({WakeKind.CHECKIN_CONTACT})))
-# After a checkin block has counted (a check-in closes the streak the notice
-# would otherwise plan a grace for), before the core's blocks.
-blocks.register_hook(blocks.Hook("notice-confirmed", confirm_notice, rank=35))

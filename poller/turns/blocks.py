@@ -19,24 +19,27 @@ A wake kind whose reply is not the agent speaking (a slash command's output)
 is declared here too, as an :class:`Output`: settling hands its reply to the
 owner's function instead of posting it and reading its blocks.
 
-The built-in declarations are registered by the modules in :data:`BUILT_IN`,
-loaded the first time the registry is read, so every process that settles a
-turn (the poller, a runner started on its own) knows every one.
+The core's own kinds, ``handoff`` and ``settings``, are declared at the end of
+this module; each organ declares its own in its ``organ`` module, and the
+registry loads every organ (:func:`poller.cycle.organs.load`) the first time
+it is read, so every process that settles a turn (the poller, a runner
+started on its own) knows every kind.
 """
 
 from __future__ import annotations
 
-import importlib
+import datetime as dt
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from poller import errors, settings, text
 from poller.kinds import Tools
+from poller.store import turns
 
-# The modules declaring the built-in kinds: the core's, then each organ's.
-BUILT_IN = ("poller.turns.settle", "poller.away.replies", "poller.schedules.replies",
-            "poller.control.replies")
+log = logging.getLogger("poller.runner")
+
 MAX_ABOUT_CHARS = 100
 MAX_CONTEXT_CHARS = 8_000
 MAX_NOTE_CHARS = 500
@@ -121,8 +124,9 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in BUILT_IN:
-            importlib.import_module(module)
+        from poller.cycle import organs  # (the organs import this module to register)
+
+        organs.load()
 
 
 def kinds() -> list[Kind]:
@@ -357,3 +361,43 @@ def keyed(body: list[str], kind: str, allowed: tuple[str, ...]) -> dict[str, str
     return head
 
 
+# -- the core's own blocks -------------------------------------------------------------
+
+
+def apply_settings(s, counter, turn: turns.Ending, block: Settings,
+                   now: dt.datetime) -> str:
+    """Append the block's rows for (this Mood, this agent), set by the agent itself.
+
+    ``settings_block`` already validated every value with the rules of
+    ``mood-poller set``; the rows go in with the rest of the settling.
+    """
+    turns.add_agent_settings(s, turn, block.changes, block.note, now)
+    return ""
+
+
+def apply_handoff(s, counter, turn: turns.Ending, h: Handoff, now: dt.datetime) -> str:
+    """Record a handoff and its event posts in both Moods; or the reason it is refused."""
+    here = turns.mood_of(s, turn.mood_id)
+    other = turns.mood_named(s, h.mood)
+    if other is None:
+        return f"there is no Mood {h.mood!r}"
+    if other.id == here.id:
+        return "a handoff must name another Mood, not this one"
+    if other.archived:
+        return f"the Mood {h.mood!r} is archived"
+    for_agent = None
+    if h.for_agent:
+        for_agent = turns.participant_named(s, h.for_agent)
+        if for_agent is None or for_agent.kind != "agent":
+            return f"there is no agent {h.for_agent!r}"
+    src, dst = (here, other) if h.direction == "to" else (other, here)
+    handle = turns.record_handoff(s, counter, turn, src=src, dst=dst, for_agent=for_agent,
+                                  about=h.about, context=h.context, now=now)
+    log.info("%s handed context from %s to %s", handle, src.slug, dst.slug,
+             extra={"action": "handoff", "wake_id": turn.id, "from": src.slug, "to": dst.slug})
+    return ""
+
+
+register(Kind("settings", settings_block, apply_settings, rank=40,
+                            tools=Tools.FULL))
+register(Kind("handoff", handoff, apply_handoff, rank=50))

@@ -6,8 +6,7 @@ transaction so a turn settles exactly once: the session kept, the reply
 posted (or the turn closed with a notice), the reply's blocks applied through
 the registry of :mod:`poller.turns.blocks` (each kind by the applier its owner
 declared), and the refused ones recorded and announced.  Every write is a
-verb of :mod:`poller.store.turns`; the core's own blocks, ``settings`` and
-``handoff``, are declared at the end of this module.
+verb of :mod:`poller.store.turns`.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from poller import errors
-from poller.kinds import Tools, WakeKind, WakeStatus
+from poller.kinds import WakeKind, WakeStatus
 from poller.store import Store, turns
 from poller.text import MAX_POST_CHARS
 from poller.turns import blocks
@@ -162,45 +161,3 @@ def apply_blocks(s, counter, turn: turns.Ending, parsed: blocks.Parsed,
         handle = turns.record_refusal(s, counter, turn, r.block, r.reason, now)
         log.info("refused a %s block from %s: %s", r.block, handle, r.reason,
                  extra={"action": "block_refused", "wake_id": turn.id, "block": r.block})
-
-
-# -- the core's own blocks -------------------------------------------------------------
-
-
-def apply_settings(s, counter, turn: turns.Ending, block: blocks.Settings,
-                   now: dt.datetime) -> str:
-    """Append the block's rows for (this Mood, this agent), set by the agent itself.
-
-    ``blocks.settings_block`` already validated every value with the rules of
-    ``mood-poller set``; the rows go in with the rest of the settling.
-    """
-    turns.add_agent_settings(s, turn, block.changes, block.note, now)
-    return ""
-
-
-def apply_handoff(s, counter, turn: turns.Ending, h: blocks.Handoff, now: dt.datetime) -> str:
-    """Record a handoff and its event posts in both Moods; or the reason it is refused."""
-    here = turns.mood_of(s, turn.mood_id)
-    other = turns.mood_named(s, h.mood)
-    if other is None:
-        return f"there is no Mood {h.mood!r}"
-    if other.id == here.id:
-        return "a handoff must name another Mood, not this one"
-    if other.archived:
-        return f"the Mood {h.mood!r} is archived"
-    for_agent = None
-    if h.for_agent:
-        for_agent = turns.participant_named(s, h.for_agent)
-        if for_agent is None or for_agent.kind != "agent":
-            return f"there is no agent {h.for_agent!r}"
-    src, dst = (here, other) if h.direction == "to" else (other, here)
-    handle = turns.record_handoff(s, counter, turn, src=src, dst=dst, for_agent=for_agent,
-                                  about=h.about, context=h.context, now=now)
-    log.info("%s handed context from %s to %s", handle, src.slug, dst.slug,
-             extra={"action": "handoff", "wake_id": turn.id, "from": src.slug, "to": dst.slug})
-    return ""
-
-
-blocks.register(blocks.Kind("settings", blocks.settings_block, apply_settings, rank=40,
-                            tools=Tools.FULL))
-blocks.register(blocks.Kind("handoff", blocks.handoff, apply_handoff, rank=50))
