@@ -184,10 +184,9 @@ class ListLauncher:
 
 def settle(store: Store, wake_ids: Iterable[int], now: dt.datetime, reply: str = "<silent/>") -> None:
     """Run each turn as an agent answering *reply* at once: claimed, then settled."""
-    import poller.turns.settle
-    from poller.turns import wakers
+    from poller.turns import settling, wakers
     from poller.store import turns
 
     for wake_id in wake_ids:
         if turns.claim(store, wake_id, now, os.getpid()) is not None:
-            poller.turns.settle.settle_outcome(store, wake_id, wakers.Outcome("replied", reply=reply), now)
+            settling.settle_outcome(store, wake_id, wakers.Outcome("replied", reply=reply), now)

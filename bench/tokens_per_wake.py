@@ -4,7 +4,7 @@ A day of 40 Moods, 10 people and 2 agents: conversations in bursts between
 08:00 and 22:00 (about 1 post in 20 names an agent), sign-ins through the
 day.  The poller runs a cycle every 30 s of scripted time with every setting
 at its default; turns settle in-process at once (``store.turns.claim`` and
-``turns.settle.settle_outcome``, no agent processes): a mention gets a short
+``turns.settling.settle_outcome``, no agent processes): a mention gets a short
 answer, one consider in four gets a remark, quiet looks and arrivals stay
 silent.  The same day is run once per strategy, each on a fresh database:
 
@@ -59,7 +59,7 @@ from poller.config import ScreenConfig  # noqa: E402
 from poller.cycle import loop, organs  # noqa: E402
 from poller import kinds, law
 from poller.wake import lines as wake_lines
-from poller.turns import settle, wakers
+from poller.turns import settling, wakers
 from poller.kinds import WakeKind  # noqa: E402
 from poller.store import cycle, facts, turns  # noqa: E402
 from poller.models import Decision, Participant, Wake, WakePost  # noqa: E402
@@ -102,7 +102,7 @@ class InstantLauncher(_common.ListLauncher):
         else:
             reply = "<silent>nothing to add</silent>"
         session = f"{claimed.agent.handle}-in-{claimed.mood}" if self.sessions else None
-        settle.settle_outcome(self.store, wake_id, wakers.Outcome("replied", reply, session=session),
+        settling.settle_outcome(self.store, wake_id, wakers.Outcome("replied", reply, session=session),
                              now + dt.timedelta(seconds=5))
 
 

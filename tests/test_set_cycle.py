@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from poller import config as config_mod, models, tokens
 from poller.cycle import evaluate, loop
-from poller.turns import settle, wakers
+from poller.turns import settling, wakers
 from poller.store import Store, db, facts, turns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -118,7 +118,7 @@ def run_mixed(store: Store, batch: int, monkeypatch) -> tuple[dict, list]:
         reports.append(sorted(report.decisions))
         for wake_id in launcher.started[: 1 + k % 2]:  # some turns end, some are still running
             turns.claim(store, wake_id, now, 1)
-            settle.settle_outcome(store, wake_id, wakers.Outcome("replied", reply="noted"), now)
+            settling.settle_outcome(store, wake_id, wakers.Outcome("replied", reply="noted"), now)
         if k == 0:  # chatter after the mentions' wakes: a consider for each agent
             store.add_post("m1", "ada", "thanks, both", t(10))
             store.add_post("m3", "bob", "thanks, both", t(10))
@@ -248,7 +248,7 @@ def test_two_pollers_on_postgresql_never_wake_twice_for_one_mention(pg_server, m
         for p, launcher in pollers:  # the turns end before the next round
             for wake_id in launcher.started:
                 turns.claim(p.store, wake_id, t(10 * r + 3), 1)
-                settle.settle_outcome(p.store, wake_id, wakers.Outcome("replied", reply="ok"),
+                settling.settle_outcome(p.store, wake_id, wakers.Outcome("replied", reply="ok"),
                                      t(10 * r + 3))
             launcher.started.clear()
     for p, _ in pollers:  # anything a lost race left due is answered now, once

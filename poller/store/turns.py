@@ -1,6 +1,6 @@
 """A turn's reads and writes: claiming a wake, the heartbeat, the verbs of settling, closing.
 
-Shared by the runner (claim, heartbeat), settling (:mod:`poller.turns.settle`,
+Shared by the runner (claim, heartbeat), settling (:mod:`poller.turns.settling`,
 which reads the reply and calls the verbs here) and the cycle (recovery, the
 emergency stop), each verb inside the caller's transaction where a claim and
 its writes must commit together.  A reply is ingested like any post

@@ -5,7 +5,7 @@ registered here (```` ```handoff ````, ```` ```settings ````, and those the
 organs add).  A kind is declared once, by the part of the poller that owns it,
 as a :class:`Kind`: its fence name, the tools tier a turn needs for it, its
 parser (the block's lines to a frozen value, or :class:`Refuse`) and its
-applier, which settling (:mod:`poller.turns.settle`) calls with the store's
+applier, which settling (:mod:`poller.turns.settling`) calls with the store's
 open transaction.  ``parse`` takes the reply text and the turn's tools and
 returns the reply with the blocks taken out, each block checked as far as text
 alone allows, and the refusals: a block is either wholly valid or refused with

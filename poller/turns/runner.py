@@ -3,7 +3,7 @@
 The poller records a wake, then starts its turn (:mod:`poller.launch`).  The
 turn claims the wake (pending -> running, recording its pid), hands the wake
 to the agent's waker, and settles the outcome in one transaction
-(:func:`poller.turns.settle.settle_outcome`): the reply becomes a post (or a
+(:func:`poller.turns.settling.settle_outcome`): the reply becomes a post (or a
 silent dot), a failure or timeout closes the turn with a system post, and the
 listener's cooldown and quiet back-off are updated.  A reply's ```handoff and
 ```settings blocks are applied in the same transaction, or refused whole.
@@ -26,7 +26,7 @@ import time
 from typing import Callable, Optional
 
 from poller import config as config_mod, errors, logs, procs, secure, settings, tokens
-from poller.turns import registry, settle, wakers
+from poller.turns import registry, settling, wakers
 from poller.store import db
 from poller.clock import Clock
 from poller.kinds import ANSWERED, WakeKind
@@ -101,7 +101,7 @@ def timeout_for(agent, tools: str, cfg: config_mod.PollerConfig):
 
 
 def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clock,
-                        prices: Optional[settle.Prices] = None) -> str:
+                        prices: Optional[settling.Prices] = None) -> str:
     """Settle, retrying lost races (a deadlock with another poller, a busy file).
 
     A reply that still cannot be recorded closes the turn as failed, so it is
@@ -111,7 +111,7 @@ def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clo
 
     for attempt in range(SETTLE_ATTEMPTS):
         try:
-            return settle.settle_outcome(store, wake_id, outcome, clock(), prices)
+            return settling.settle_outcome(store, wake_id, outcome, clock(), prices)
         except sqlalchemy.exc.OperationalError as exc:
             log.warning("settling turn %s failed (attempt %d): %s", wake_id, attempt + 1,
                         str(exc).splitlines()[0], extra={"action": "settle_retry"})
@@ -120,9 +120,9 @@ def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clo
             log.exception("settling turn %s failed", wake_id)
             failed = wakers.Outcome("failed", error=f"the reply could not be recorded: "
                                     f"{type(exc).__name__}")
-            return settle.settle_outcome(store, wake_id, failed, clock())
+            return settling.settle_outcome(store, wake_id, failed, clock())
     failed = wakers.Outcome("failed", error="the reply could not be recorded: database busy")
-    return settle.settle_outcome(store, wake_id, failed, clock())
+    return settling.settle_outcome(store, wake_id, failed, clock())
 
 
 def claim_with_retries(store: Store, wake_id: int, clock):
@@ -198,13 +198,13 @@ def run_waker(store: Store, agent, turn: wakers.Turn, cancel: threading.Event) -
         return wakers.Outcome("failed", error=f"the waker failed: {type(exc).__name__}")
 
 
-def prices_for(agent, cfg: config_mod.PollerConfig) -> Optional[settle.Prices]:
+def prices_for(agent, cfg: config_mod.PollerConfig) -> Optional[settling.Prices]:
     """What an agent's tokens cost, for agents whose waker reports no cost of its own
     (Claude Code reports its turns' cost; command and HTTP agents are priced by token counts)."""
     if registry.capabilities(agent.waker).reports_cost or not (cfg.usd_per_mtok_in
                                                                or cfg.usd_per_mtok_out):
         return None
-    return settle.Prices(cfg.usd_per_mtok_in, cfg.usd_per_mtok_out)
+    return settling.Prices(cfg.usd_per_mtok_in, cfg.usd_per_mtok_out)
 
 
 def log_end(claimed: turns.Claimed, status: str, outcome: wakers.Outcome, seconds: float) -> None:
