@@ -15,6 +15,11 @@ from conftest import Cli
 from poller.wake import compose, lines, summarize
 from poller import tokens
 from poller.config import WakeConfig
+from poller import kinds
+from poller.cycle import organs
+
+organs.load()  # the kinds are sampled from as the module is collected
+KINDS = [k.name for k in kinds.declared() if k.composed]
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
 COUNTER = tokens.counter()
@@ -130,7 +135,7 @@ pieces = st.sampled_from(LOOKALIKES + list(INVISIBLE) + [
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(pieces, min_size=1, max_size=12).map("".join), st.sampled_from(compose.KINDS))
+@given(st.lists(pieces, min_size=1, max_size=12).map("".join), st.sampled_from(KINDS))
 def test_no_mix_of_lookalikes_and_invisibles_forges_the_wrapper(text, kind):
     out = wake(kind, woke=[] if kind == "quiet" else [post(90, text)],
                history=[post(1, text), post(2, "@helper " + text)], mood_title=text,
