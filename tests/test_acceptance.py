@@ -14,10 +14,12 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from agents import agent_command, wakes_seen
-from conftest import REPO, Cli
-from timeline import T0, TimelineCli, at
-from waiting import HANG_GUARD_S, wait_for
+from support.agents import agent_command, wakes_seen
+from support.cli import Cli
+from support.machine import REPO
+from support.timeline import T0, TimelineCli, at
+from support.waiting import HANG_GUARD_S, wait_for
+from support.runs import lease, start_run, stop, wait_cycles
 
 # A poller started with ``--now`` keeps its own clock from that instant on
 # (and hands it to its runners); other commands run at T0 unless told a time.
@@ -31,54 +33,6 @@ def cli(sqlite_url):
     c = TimelineCli(sqlite_url)
     c("init")
     return c
-
-
-def start_run(db_url: str, tmp_path, *extra: str, name: str = "run",
-              now: str | None = at(0)) -> subprocess.Popen:
-    """``mood-poller run`` in its own process group; *now* None runs it on the wall clock."""
-    config = tmp_path / "config.toml"
-    if not config.exists():
-        config.write_text("[poller]\nlease = 3.0\nshutdown_grace = 2.0\n")
-    log = open(tmp_path / f"{name}.log", "ab")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    clock = ["--now", now] if now else []
-    return subprocess.Popen([sys.executable, "-m", "poller", "--db", db_url, "--config", str(config),
-                             *clock, "run", "--interval", "0.2", *extra], stdout=log, stderr=log,
-                            env=env, cwd=tmp_path, start_new_session=True)
-
-
-def lease(db_url: str):
-    """The SQLite poller lease as (holder, expires_at), or None."""
-    engine = sa.create_engine(db_url)
-    try:
-        with engine.connect() as c:
-            return c.exec_driver_sql("SELECT holder, expires_at FROM leases WHERE name = 'poller'").first()
-    finally:
-        engine.dispose()
-
-
-def wait_cycles(db_url: str, n: int) -> None:
-    """Wait until the running SQLite poller has begun *n* more cycles.
-
-    Each cycle renews the lease to its own clock's time, so every change seen
-    is a cycle begun; when the n-th is seen, the n-1 before it have finished.
-    """
-    seen = [lease(db_url)]
-
-    def renewed():
-        row = lease(db_url)
-        if row is not None and row != seen[-1]:
-            seen.append(row)
-        return len(seen) > n
-
-    wait_for(renewed, what=f"{n} more cycles of the poller")
-
-
-def stop(proc: subprocess.Popen) -> int:
-    """SIGTERM to the poller's process group; its exit code once it has shut down."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-    return proc.wait(HANG_GUARD_S)
 
 
 def wakes(cli) -> list[dict]:

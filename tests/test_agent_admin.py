@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from poller.turns import wakers
-from test_wakers_fakes import HttpAgent, agent_wakes, reply_agent, set_reply
-from waiting import wait_for
+from support.fakes import HttpAgent, agent_wakes, reply_agent, set_reply
+from support.waiting import wait_for
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 ME = pwd.getpwuid(os.getuid()).pw_name  # a Unix user that surely exists

@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from agents import agent_command, wakes_seen
+from support.agents import agent_command, wakes_seen
 
 UTC = dt.timezone.utc
 
@@ -181,7 +181,7 @@ def test_a_removed_alarm_fires_no_more(cli, tmp_path):
 
 
 def test_two_pollers_on_postgresql_wake_for_a_firing_once(pg_server, migrated_pg, tmp_path):
-    from conftest import Cli
+    from support.cli import Cli
 
     c = Cli(pg_server.new_database(template=migrated_pg))
     room(c, tmp_path, "reply")
@@ -237,8 +237,8 @@ def test_an_agent_over_its_daily_budget_gets_its_alarm_after_midnight(cli, tmp_p
 
 
 def test_an_alarm_pierces_an_absence(sqlite_url, tmp_path):
-    from test_away import Room, kinds
-    from timeline import TimelineCli, at
+    from support.away import Room, kinds
+    from support.timeline import TimelineCli, at
 
     c = TimelineCli(sqlite_url)
     c("init")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-import webserver
-from webserver import T0
+from support import webserver
+from support.webserver import T0
 
 
 def _serving(cli):
@@ -88,7 +88,7 @@ def test_moods_posts_and_signins_as_the_token_s_person(served):
 
 
 def test_a_mention_posted_through_the_api_is_recorded_as_the_cli_records_it(served, tmp_path):
-    from agents import agent_command
+    from support.agents import agent_command
 
     served.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
     tick(served, at=-60)  # the poller's first cycle: it listens from now on
@@ -254,7 +254,7 @@ def test_settings_by_the_rules_the_cli_enforces(served):
 
 
 def test_agents_wakes_why_status_and_scram(served, tmp_path):
-    from agents import agent_command
+    from support.agents import agent_command
 
     s = served
     s.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
@@ -285,7 +285,7 @@ def test_agents_wakes_why_status_and_scram(served, tmp_path):
 
 
 def test_agents_show_who_is_at_work_and_where(sqlite_served, tmp_path):
-    from agents import agent_command, open_gate
+    from support.agents import agent_command, open_gate
 
     s = sqlite_served
     gate = tmp_path / "gate"
@@ -350,7 +350,7 @@ class Documented:
 def test_the_document_is_valid_openapi_and_every_answer_matches_it(served, tmp_path):
     from openapi_spec_validator import validate
 
-    from agents import agent_command
+    from support.agents import agent_command
 
     s = served
     s.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))

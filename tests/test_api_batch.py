@@ -7,12 +7,12 @@ import threading
 
 import pytest
 
-import webserver
+from support import webserver
 from poller import errors
 from poller.store import access
 from poller.web import batch
-from waiting import wait_for
-from webserver import T0
+from support.waiting import wait_for
+from support.webserver import T0
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-import webserver
-from webserver import T0, Events
+from support import webserver
+from support.webserver import T0, Events
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_a_bad_event_id_an_unknown_mood_and_no_token_are_refused(served):
 
 
 def test_an_agent_at_work_its_reply_and_the_turn_ending(served, tmp_path):
-    from agents import agent_command, open_gate
+    from support.agents import agent_command, open_gate
 
     gate = tmp_path / "gate"
     served.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "gate", str(gate)))
@@ -104,7 +104,7 @@ def test_an_agent_at_work_its_reply_and_the_turn_ending(served, tmp_path):
 
 
 def test_holds_are_announced(served, tmp_path):
-    from agents import agent_command
+    from support.agents import agent_command
 
     served.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
     served.cli("set", "listening", "off", "--agent", "helper")

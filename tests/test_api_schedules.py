@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import webserver
+from support import webserver
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_a_person_checks_in_for_a_named_deadline_and_a_contact_accepts_once(serv
 def test_the_im_here_button_checks_in_for_the_deadline_it_names_and_keeps_it(served):
     import re
 
-    from test_web import csrf_of, signed_in
+    from support.webserver import csrf_of, signed_in
 
     c = signed_in(served, served.person("ada"))
     served.cli("checkin", "setup", "--person", "ada", "--agent", "bot", "--mood", "lobby",

@@ -11,11 +11,11 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from chatserver import ChatServer
-from test_acceptance import start_run, stop, wait_cycles
-from test_away import Room
-from timeline import TimelineCli, at, since_t0
-from waiting import HANG_GUARD_S, wait_for
+from support.chatserver import ChatServer
+from support.runs import start_run, stop, wait_cycles
+from support.away import Room
+from support.timeline import TimelineCli, at, since_t0
+from support.waiting import HANG_GUARD_S, wait_for
 
 CATALOG = """\
 [[catalog]]

@@ -70,7 +70,7 @@ def test_a_missing_file_turns_the_feature_off(tmp_path):
 
 
 def test_the_kits_skeleton_ships_disabled():
-    from conftest import REPO
+    from support.machine import REPO
 
     assert catalog.load(str(REPO / "memory-lane" / "activities.example.toml")) is None
     import re

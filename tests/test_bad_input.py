@@ -12,7 +12,8 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from conftest import REPO, Cli
+from support.cli import Cli
+from support.machine import REPO
 
 BIG = str(2**63)  # one past the largest id a database column holds
 NOW = "2026-03-02T10:00:00Z"

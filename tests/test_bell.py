@@ -10,11 +10,11 @@ import threading
 
 import pytest
 
-from agents import agent_command
-from conftest import REPO
-from test_acceptance import start_run, stop
-from timeline import TimelineCli, at
-from waiting import wait_for
+from support.agents import agent_command
+from support.machine import REPO
+from support.runs import start_run, stop
+from support.timeline import TimelineCli, at
+from support.waiting import wait_for
 from poller.store.bell import BELL, Doorbell
 from poller.store import Store, db
 from poller.store.core import insert_post
@@ -121,7 +121,7 @@ def test_a_burst_of_sigterms_stops_run_cleanly(any_cli, tmp_path):
     import os
     import signal as sig
 
-    from waiting import HANG_GUARD_S
+    from support.waiting import HANG_GUARD_S
 
     cli = TimelineCli(any_cli.db_url)
     cli("mood", "add", "lobby")

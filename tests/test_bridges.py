@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from conftest import Cli
-from webserver import store_for
+from support.cli import Cli
+from support.webserver import store_for
 
 from poller import errors
 from poller.bridges import delivery, matrix

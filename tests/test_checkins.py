@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents import agent_command
-from conftest import Cli
-from smtp import SmtpServer
+from support.agents import agent_command
+from support.cli import Cli
+from support.smtp import SmtpServer
 
 UTC = dt.timezone.utc
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -448,7 +448,7 @@ def test_a_poller_killed_while_a_contact_message_waits_sends_it_once_after_resta
     import subprocess
     import sys
 
-    from waiting import wait_for
+    from support.waiting import wait_for
 
     reply = tmp_path / "reply.txt"
     first = SmtpServer().start()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import Cli
+from support.cli import Cli
 
 
 def setup_lobby(cli):

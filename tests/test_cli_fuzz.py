@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Cli
+from support.cli import Cli
 
 EXIT_CODES = {0, 1, 2, 75, 78}
 SKIP = {("run",), ("demo",), ("serve",)}  # serve listens until a signal (tests/test_serve.py)

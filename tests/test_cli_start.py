@@ -17,7 +17,7 @@ import threading
 import click
 import pytest
 
-from conftest import REPO
+from support.machine import REPO
 
 HEAVY = ("sqlalchemy", "alembic", "tiktoken", "httpx", "mwclient", "jinja2")
 

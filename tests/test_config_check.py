@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from conftest import Cli
+from support.cli import Cli
 from poller import config
 
 SECRET = "sekrit-4f9a2c"

@@ -10,7 +10,7 @@ import json
 import click
 import pytest
 
-from conftest import Cli
+from support.cli import Cli
 from poller import settings
 from poller.kinds import WakeKind, WakeStatus
 

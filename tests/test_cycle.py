@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from agents import agent_command, wakes_seen
-from conftest import Cli
-from mediawiki import MediaWiki, mediawiki, running_wiki  # noqa: F401
+from support.agents import agent_command, wakes_seen
+from support.cli import Cli
+from support.mediawiki import MediaWiki, mediawiki, running_wiki  # noqa: F401
 from poller import config as config_mod, models, tokens
 from poller.cycle import draft, loop
 from poller.turns import launch
 from poller.store import db
 from poller.store import Store
+from support.machine import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 
 

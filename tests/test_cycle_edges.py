@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from agents import agent_command, open_gate
+from support.agents import agent_command, open_gate
 from poller.cycle import draft, evaluate
 from poller.turns import runner
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import Cli
+from support.cli import Cli
 from poller import config
 from poller.turns import runner
 

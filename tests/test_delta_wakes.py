@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from poller import models
 from poller.store import db
-from test_turns import post, tick  # real cycles and posts at T0 + seconds (12:00 UTC)
-from test_wakers_fakes import agent_wakes, claude_calls, reply_agent, set_claude, write_claude
+from support.turns import post, tick  # real cycles and posts at T0 + seconds (12:00 UTC)
+from support.fakes import agent_wakes, claude_calls, reply_agent, set_claude, write_claude
 
 POINTER = "Earlier posts: in this session (up to "
 

@@ -7,8 +7,9 @@ import re
 import subprocess
 import sys
 
-from conftest import REPO, Cli
-from waiting import HANG_GUARD_S
+from support.cli import Cli
+from support.machine import REPO
+from support.waiting import HANG_GUARD_S
 
 AGENT = REPO / "memory-lane" / "example_agent.py"
 

@@ -14,7 +14,8 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from conftest import REPO, Cli
+from support.cli import Cli
+from support.machine import REPO
 from poller import errors
 from poller.store import db
 

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from agents import agent_command, open_gate, wakes_seen
+from support.agents import agent_command, open_gate, wakes_seen
 from poller import law, settings
-from timeline import TimelineCli, at, since_t0
-from waiting import wait_for
+from support.timeline import TimelineCli, at, since_t0
+from support.waiting import wait_for
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 DEFAULTS = {k: spec.default for k, spec in settings.KEYS.items()}
@@ -224,10 +224,10 @@ def test_two_pollers_on_postgresql_never_give_one_mood_two_floor_holders(pg_url,
 
     import sqlalchemy as sa
 
-    from conftest import Cli
+    from support.cli import Cli
     from poller.store import Store, db
     from poller.text import utcnow
-    from test_acceptance import start_run, stop
+    from support.runs import start_run, stop
 
     cli = Cli(pg_url)
     cli("init")
@@ -343,9 +343,9 @@ def test_with_one_agent_the_decisions_are_the_same_as_before_the_floor(cli, tmp_
 def test_status_json_gives_each_agent_its_load_next_ready_times_last_turn_and_why(any_cli, tmp_path):
     import json as json_mod
 
-    from agents import agent_command, open_gate
-    from timeline import TimelineCli, at, two_moods
-    from waiting import wait_for
+    from support.agents import agent_command, open_gate
+    from support.timeline import TimelineCli, at, two_moods
+    from support.waiting import wait_for
 
     c = two_moods(TimelineCli(any_cli.db_url))
     gate = tmp_path / "gate"

@@ -9,8 +9,8 @@ import signal
 
 import sqlalchemy as sa
 
-from agents import agent_command, open_gate, wakes_seen
-from waiting import wait_for
+from support.agents import agent_command, open_gate, wakes_seen
+from support.waiting import wait_for
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import Cli
+from support.cli import Cli
 from poller.wake import compose, lines, summarize
 from poller import tokens
 from poller.config import WakeConfig

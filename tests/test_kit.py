@@ -29,9 +29,10 @@ from pathlib import Path
 
 import pytest
 
-import units
-import users
-from conftest import REPO, Cli, unavailable
+from support import units
+from support import users
+from support.cli import Cli
+from support.machine import REPO, unavailable
 
 KIT = REPO / "memory-lane"
 UNITS = sorted(p.name for p in KIT.iterdir() if p.suffix in (".service", ".timer"))

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from agents import agent_command, wakes_seen
-from timeline import TimelineCli, at, two_moods
+from support.agents import agent_command, wakes_seen
+from support.timeline import TimelineCli, at, two_moods
 
 
 @pytest.fixture
@@ -58,8 +58,8 @@ def test_listening_on_all_along_considers_as_before(room, tmp_path):
 
 
 def test_a_consider_waits_while_the_agent_is_at_work_in_another_mood(any_cli, tmp_path):
-    from agents import open_gate
-    from waiting import wait_for
+    from support.agents import open_gate
+    from support.waiting import wait_for
 
     c = two_moods(TimelineCli(any_cli.db_url))
     gate = tmp_path / "gate"

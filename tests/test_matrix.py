@@ -1,6 +1,6 @@
 """The Matrix bridge against a real Synapse on loopback.
 
-One homeserver serves the session (see tests/synapse.py); it loads the
+One homeserver serves the session (see tests/support/homeserver.py); it loads the
 appservice registration ``bridge matrix --write-registration`` wrote.  Each
 test makes its own room, people and store, and runs the real processes:
 ``mood-poller bridge matrix`` and ``mood-poller run``, with an agent that is a
@@ -23,11 +23,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-import pg
-import homeserver as synapse
-from agents import agent_command, open_gate, wakes_seen
-from conftest import REPO, Cli, unavailable
-from waiting import HANG_GUARD_S, wait_for
+from support import pg
+from support import homeserver as synapse
+from support.agents import agent_command, open_gate, wakes_seen
+from support.cli import Cli
+from support.machine import REPO, unavailable
+from support.waiting import HANG_GUARD_S, wait_for
 
 AS_TOKEN = "as_" + secrets.token_hex(16)
 HS_TOKEN = "hs_" + secrets.token_hex(16)

@@ -23,7 +23,7 @@ def test_migrations_match_the_models(db_url):
 
 
 def test_commands_refuse_an_uninitialised_database(sqlite_url):
-    from conftest import Cli
+    from support.cli import Cli
 
     r = Cli(sqlite_url).fails("mood", "list")
     assert "mood-poller init" in r.err

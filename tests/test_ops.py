@@ -12,9 +12,10 @@ import tomllib
 
 import pytest
 
-import units
-from agents import agent_command
-from conftest import REPO, Cli
+from support import units
+from support.agents import agent_command
+from support.cli import Cli
+from support.machine import REPO
 from poller import config
 
 KIT = REPO / "memory-lane"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support.machine import REPO
 
 KIT = REPO / "memory-lane"
 OWN = {"poller", "wiki_rules"}

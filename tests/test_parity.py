@@ -14,15 +14,14 @@ import json
 
 import pytest
 
-import test_poller
-from agents import wakes_seen
-from test_turns import post, posts, tick, wakes
-from test_wakers_fakes import (HttpAgent, agent_wakes, claude_calls, reply_agent, set_claude,
-                               set_reply, write_claude)
-from timeline import at
+from support.agents import wakes_seen
+from support.turns import post, posts, tick, wakes
+from support.fakes import (HttpAgent, agent_wakes, claude_calls, reply_agent, set_claude,
+                           set_reply, write_claude)
+from support.timeline import at
+from support.world import cli, world  # noqa: F401  (test_poller's fixtures, used here too)
 
 DAY = 24 * 3600
-cli, world = test_poller.cli, test_poller.world  # its fixtures, used here too
 
 
 @pytest.fixture
@@ -154,7 +153,7 @@ def test_an_agent_cannot_set_them_from_a_reply(room, tmp_path, key, value):
 
 
 def test_only_operators_set_them_through_the_api_and_values_are_checked(any_cli):
-    import webserver
+    from support import webserver
 
     s = webserver.start(any_cli.db_url)
     try:

@@ -25,11 +25,11 @@ from poller.control import slash
 from poller.turns import wakers
 from poller.kinds import WakeKind
 from poller.models import Turn, Wake
-from test_turns import post, posts, rows, tick, wakes
-from test_wakers_fakes import (agent_wakes, claude_calls, reply_agent, set_claude, set_reply,
-                               write_claude)
-from timeline import T0, after_settled, at
-from waiting import wait_for
+from support.turns import post, posts, rows, tick, wakes
+from support.fakes import (agent_wakes, claude_calls, reply_agent, set_claude, set_reply,
+                           write_claude)
+from support.timeline import T0, after_settled, at
+from support.waiting import wait_for
 
 DEFAULTS = {k: v.default for k, v in settings.KEYS.items()}
 
@@ -102,8 +102,8 @@ def test_the_stream_reports_progress_as_the_lines_arrive():
 
 def test_a_turns_progress_shows_in_status_the_events_and_the_agents_page_and_is_never_posted(
         room, tmp_path):
-    import webserver
-    from test_web import signed_in
+    from support import webserver
+    from support.webserver import signed_in
 
     bindir = tmp_path / "bin"
     set_claude(bindir, "work", reply="The notes are fine.")
@@ -148,7 +148,7 @@ def test_a_turns_progress_shows_in_status_the_events_and_the_agents_page_and_is_
 
 
 def test_a_progress_report_after_the_turn_ended_is_not_recorded(room, tmp_path):
-    import webserver
+    from support import webserver
     from poller.store import turns
 
     post(room, 1, "ada", "@claude hello")
@@ -408,9 +408,9 @@ def test_command_agents_are_priced_by_tokens_and_held_by_the_budget_across_moods
     assert len(wakes(room)) == 1  # the day's spending in the lobby holds it in the den too
     assert "@bot is holding 1 mention: it has spent its daily budget" in system_notes(room, "den")[-1]
     # Operators see the day's spending beside the day's turns and tokens.
-    import webserver
+    from support import webserver
     from poller.clock import Clock
-    from test_web import signed_in
+    from support.webserver import signed_in
 
     served = webserver.start(room.db_url, clock=Clock.at(T0 + dt.timedelta(seconds=20)))
     try:

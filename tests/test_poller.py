@@ -10,36 +10,16 @@ import sys
 
 import pytest
 
-from agents import agent_command, open_gate, wakes_seen
-from timeline import T0, TimelineCli, at, since_t0
-from waiting import wait_for
+from support.agents import agent_command, open_gate, wakes_seen
+from support.timeline import T0, TimelineCli, at, since_t0
+from support.waiting import wait_for
+from support.world import cli, world  # noqa: F401  (fixtures)
 
 # Every command reads the tests' timeline (``--now``, ``--at``), never the
 # wall clock's date.  A turn's runner settles on the same timeline: the time
 # of the tick that woke it plus however long the turn really took, which on a
 # busy machine can be seconds, so a step that depends on when a turn ended
 # reads that time back (``settled_at``) instead of assuming it.
-
-
-@pytest.fixture
-def cli(sqlite_url):
-    """A CLI on a fresh SQLite database whose commands run at T0 unless told a time."""
-    c = TimelineCli(sqlite_url)
-    c("init")
-    return c
-
-
-@pytest.fixture
-def world(cli, tmp_path):
-    """A Mood, people of each trust level, an agent that replies; the first cycle run."""
-    cli("mood", "add", "lobby")
-    cli("person", "add", "ada", "--trust", "full")
-    cli("person", "add", "bob", "--trust", "look")
-    cli("person", "add", "eve", "--trust", "none")
-    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "reply"))
-    cli("set", "cooldown", "0")
-    cli("tick", "--now", at(0))  # first run: starts from now
-    return cli
 
 
 def tick(cli, seconds, *extra):

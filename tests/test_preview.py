@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agents import agent_command
+from support.agents import agent_command
 
 
 def test_preview_each_kind_changes_nothing(cli, tmp_path):

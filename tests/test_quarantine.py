@@ -11,9 +11,9 @@ import sys
 
 import sqlalchemy as sa
 
-from agents import agent_command
+from support.agents import agent_command
 from poller.cycle import evaluate
-from waiting import wait_for
+from support.waiting import wait_for
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 

@@ -8,8 +8,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from support.machine import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def quick_start_commands() -> list[str]:
@@ -55,7 +55,7 @@ def test_posting_before_the_first_cycle_is_named_by_post_and_by_why(cli, tmp_pat
 
 
 def test_init_answer_from_now_marks_the_starting_point_at_once(cli, tmp_path):
-    from agents import agent_command
+    from support.agents import agent_command
 
     r = cli("init", "--answer-from-now", "--now", "2026-11-30T12:00:00Z")
     assert "listening from now" in r.out

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import Cli
-from test_acceptance import start_run, stop
-from waiting import wait_for
+from support.cli import Cli
+from support.runs import start_run, stop
+from support.waiting import wait_for
 
 
 def test_health_follows_a_separate_run_from_its_first_cycle_to_its_stop(any_cli, tmp_path):

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from agents import agent_command, wakes_seen
+from support.agents import agent_command, wakes_seen
 from poller import errors
 from poller.scope import Scope
-from test_acceptance import start_run, stop
-from timeline import TimelineCli, at
-from waiting import wait_for
+from support.runs import start_run, stop
+from support.timeline import TimelineCli, at
+from support.waiting import wait_for
 
 
 @pytest.mark.parametrize("only,without,lobby,attic,described", [

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from agents import agent_command, wakes_seen
-from chatserver import ChatServer
+from support.agents import agent_command, wakes_seen
+from support.chatserver import ChatServer
 from poller import screen
-from timeline import TimelineCli, at
+from support.timeline import TimelineCli, at
 
 SECRET = "sk-screen-secret-123"
 

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from agents import agent_command
-import users
-from conftest import REPO, Cli, unavailable
+from support.agents import agent_command
+from support import users
+from support.cli import Cli
+from support.machine import REPO, unavailable
 from poller import secure
 from poller.turns import wakers
 

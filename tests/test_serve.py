@@ -9,10 +9,10 @@ import signal
 import httpx
 import pytest
 
-import webserver
-from agents import agent_command, open_gate
-from webserver import T0
-from waiting import wait_for
+from support import webserver
+from support.agents import agent_command, open_gate
+from support.webserver import T0
+from support.waiting import wait_for
 
 
 def test_serve_listens_on_loopback_and_stops_on_sigterm(cli, tmp_path):

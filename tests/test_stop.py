@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from agents import agent_command, open_gate, wakes_seen
+from support.agents import agent_command, open_gate, wakes_seen
 from poller.control import commands
 from poller import law, settings
-from timeline import TimelineCli, at
+from support.timeline import TimelineCli, at
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 DEFAULTS = {k: v.default for k, v in settings.KEYS.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agents import agent_command, wakes_seen
+from support.agents import agent_command, wakes_seen
 
 
 def test_a_mood_in_berlin_sees_berlin_times(cli, tmp_path):

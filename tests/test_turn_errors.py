@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from test_wakers_fakes import claude_calls, set_claude, write_claude
-from timeline import TimelineCli, at
+from support.fakes import claude_calls, set_claude, write_claude
+from support.timeline import TimelineCli, at
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_an_error_with_nothing_said_still_fails_the_turn(room):
 
 
 def test_a_full_tool_turn_that_falls_silent_is_cut_off_though_it_has_no_time_limit(cli, tmp_path):
-    from agents import agent_command
+    from support.agents import agent_command
 
     config = tmp_path / "config.toml"
     config.write_text("[poller]\nfull_timeout = 0\nsilence_limit = 1\n")

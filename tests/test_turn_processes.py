@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from waiting import wait_for
+from support.waiting import wait_for
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 

@@ -14,40 +14,15 @@ import sqlalchemy as sa
 
 from poller import models
 from poller.store import db
-from test_wakers_fakes import (HttpAgent, agent_wakes, claude_calls, reply_agent, set_claude,
-                               set_reply, write_claude)
+from support.fakes import (HttpAgent, agent_wakes, claude_calls, reply_agent, set_claude,
+                           set_reply, write_claude)
+from support.turns import post, posts, rows, tick, wakes
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 
 
 def at(seconds: float) -> str:
     return (T0 + dt.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
-
-
-def tick(cli, seconds):
-    return cli("tick", "--now", at(seconds), "--wait").out
-
-
-def post(cli, seconds, who, text, mood="lobby"):
-    return int(cli("post", mood, "--as", who, "--at", at(seconds), text).out)
-
-
-def wakes(cli, **kw):
-    args = ["wakes", "--json"] + [f"--{k}={v}" for k, v in kw.items()]
-    return sorted(json.loads(cli(*args).out), key=lambda w: w["id"])
-
-
-def posts(cli, mood="lobby"):
-    return json.loads(cli("posts", mood, "--limit", "200", "--json").out)
-
-
-def rows(cli, model):
-    engine = db.make_engine(cli.db_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(sa.select(model.__table__)).mappings().all()
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-import webserver
-from agents import agent_command
+from support import webserver
+from support.agents import agent_command
 from poller import law, settings
-from timeline import T0, TimelineCli, at
+from support.timeline import T0, TimelineCli, at
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 DEFAULTS = {k: v.default for k, v in settings.KEYS.items()}

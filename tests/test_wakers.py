@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from poller.turns import wakers
-from test_wakers_fakes import HttpAgent, claude_calls, free_port, set_claude, write_claude
+from support.fakes import HttpAgent, claude_calls, free_port, set_claude, write_claude
 
 
 def turn(tools="full", session=None, timeout=30.0, **kw) -> wakers.Turn:

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-import webserver
+from support import webserver
+from support.webserver import csrf_of, signed_in
 
 
 @pytest.fixture
@@ -17,20 +18,6 @@ def served(cli):
     cli("mood", "add", "lobby", "--title", "The lobby")
     yield s
     s.stop()
-
-
-def csrf_of(html: str) -> str:
-    return re.search(r'name="csrf" value="([0-9a-f]+)"', html).group(1)
-
-
-def signed_in(s, token: str):
-    """A client that signed in through the sign-in form, as a person would."""
-    c = s.client(follow_redirects=False)
-    form = c.get("/signin")
-    assert form.status_code == 200
-    r = c.post("/signin", data={"token": token, "csrf": csrf_of(form.text), "next": "/m/lobby"})
-    assert r.status_code == 303 and r.headers["location"] == "/m/lobby", r.text
-    return c
 
 
 def test_signing_in_sets_an_httponly_samesite_strict_session_cookie(served):
@@ -149,7 +136,7 @@ def test_the_scram_button_needs_its_confirmation(served):
 
 
 def test_operator_pages_render(served, tmp_path):
-    from agents import agent_command
+    from support.agents import agent_command
 
     served.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
     op = signed_in(served, served.person("otto", "full", operator=True))
@@ -231,7 +218,7 @@ def test_earlier_posts_are_a_page_away_and_that_page_is_not_live(served):
 
 
 def test_the_agents_page_shows_each_agent_s_load_last_turn_and_latest_decision(served, tmp_path):
-    from agents import agent_command
+    from support.agents import agent_command
 
     served.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
     served.cli("tick")

@@ -11,10 +11,10 @@ import shutil
 
 import pytest
 
-import webserver
-from agents import agent_command, open_gate, wakes_seen
-from conftest import unavailable
-from waiting import wait_for
+from support import webserver
+from support.agents import agent_command, open_gate, wakes_seen
+from support.machine import unavailable
+from support.waiting import wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -147,7 +147,7 @@ def test_the_mood_page_shows_what_a_claude_code_turn_is_doing(browser, cli, tmp_
     """A Claude Code turn's progress beside "… is at work", live, and gone when it ends."""
     from playwright.sync_api import expect
 
-    from test_wakers_fakes import write_claude
+    from support.fakes import write_claude
 
     bindir = tmp_path / "bin"
     write_claude(bindir, "work", reply="All read.")

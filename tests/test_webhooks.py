@@ -13,9 +13,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agents import agent_command
-from conftest import REPO, Cli
-from waiting import HANG_GUARD_S, wait_for
+from support.agents import agent_command
+from support.cli import Cli
+from support.machine import REPO
+from support.waiting import HANG_GUARD_S, wait_for
 
 from poller.bridges import webhooks
 
@@ -142,7 +143,7 @@ def test_a_redirect_is_not_followed_and_a_failed_item_can_be_sent_again(cli, db_
 
 def secret_of(cli) -> str:
     from poller.store import bridges
-    from webserver import store_for
+    from support.webserver import store_for
 
     return bridges.webhook_of(store_for(cli.db_url), 1)[1]
 

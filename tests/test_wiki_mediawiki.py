@@ -1,4 +1,4 @@
-"""wiki_rules against a real MediaWiki 1.39 on a loopback port (see tests/mediawiki.py).
+"""wiki_rules against a real MediaWiki 1.39 on a loopback port (see tests/support/mediawiki.py).
 
 Each test works on its own page title, so the order of tests does not matter;
 tests that stop the server leave it to the ``running_wiki`` fixture to start
@@ -18,8 +18,8 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from doubles import MemoryCache  # tests/doubles.py
-from mediawiki import MediaWiki, SilentServer, mediawiki, running_wiki, silent_server  # noqa: F401
+from support.doubles import MemoryCache
+from support.mediawiki import MediaWiki, SilentServer, mediawiki, running_wiki, silent_server  # noqa: F401
 from poller import config, models
 from wiki_rules import fallback, report
 from wiki_rules.cache import DbCache
@@ -240,7 +240,7 @@ def config_file(tmp_path, wiki_cfg):
 
 
 def test_the_dials_command(running_wiki, wiki_cfg, config_file, sqlite_url, monkeypatch):
-    from conftest import Cli
+    from support.cli import Cli
 
     cli = Cli(sqlite_url, config_file)
     cli("init")

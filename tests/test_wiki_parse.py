@@ -8,8 +8,8 @@ from wiki_rules import fallback
 from wiki_rules.parse import parse_dials, plain_text
 
 import mwparserfromhell
+from support.machine import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 STARTING_PAGE = REPO / "memory-lane" / "dials.wikitext"
 
 

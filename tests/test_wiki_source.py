@@ -9,7 +9,7 @@ import logging
 import pytest
 import sqlalchemy as sa
 
-from doubles import MemoryCache, MemoryWiki  # tests/doubles.py
+from support.doubles import MemoryCache, MemoryWiki
 from poller import config, errors, models
 from wiki_rules import fallback, report
 from wiki_rules.cache import DbCache, PageCopy

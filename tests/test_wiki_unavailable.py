@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from conftest import Cli
+from support.cli import Cli
 
 
 def test_seeding_an_unreachable_wiki_exits_75(sqlite_url, tmp_path, monkeypatch):

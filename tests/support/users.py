@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import unavailable
+from support.machine import unavailable
 
 CHECK = ["-c", "import poller.cli, sqlalchemy, tiktoken_ext"]
 

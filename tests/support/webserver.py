@@ -20,7 +20,7 @@ from typing import Optional
 
 import httpx
 
-from waiting import wait_for
+from support.waiting import wait_for
 
 T0 = dt.datetime(2031, 5, 6, 9, 0, tzinfo=dt.timezone.utc)  # the tests' clock starts here
 
@@ -167,3 +167,17 @@ class Events:
 
     def close(self) -> None:
         self._stop.set()
+
+
+def csrf_of(html: str) -> str:
+    return re.search(r'name="csrf" value="([0-9a-f]+)"', html).group(1)
+
+
+def signed_in(s, token: str):
+    """A client that signed in through the sign-in form, as a person would."""
+    c = s.client(follow_redirects=False)
+    form = c.get("/signin")
+    assert form.status_code == 200
+    r = c.post("/signin", data={"token": token, "csrf": csrf_of(form.text), "next": "/m/lobby"})
+    assert r.status_code == 303 and r.headers["location"] == "/m/lobby", r.text
+    return c

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from conftest import Cli
+from support.cli import Cli
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 

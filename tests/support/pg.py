@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from waiting import HANG_GUARD_S, wait_for
+from support.waiting import HANG_GUARD_S, wait_for
 
 
 def find_bindir() -> str | None:

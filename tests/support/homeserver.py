@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from waiting import HANG_GUARD_S, wait_for
+from support.waiting import HANG_GUARD_S, wait_for
 
 SERVER_NAME = "test.local"
 RATE = {"per_second": 100000, "burst_count": 100000}

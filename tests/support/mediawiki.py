@@ -13,7 +13,7 @@ read back from its output, never put on a command line.
 Use the session fixture ``mediawiki`` (it skips when the packages are absent,
 and fails under ``CI``, where ``.ci/run`` installs them)::
 
-    from mediawiki import mediawiki  # noqa: F401  (a pytest fixture)
+    from support.mediawiki import mediawiki  # noqa: F401  (a pytest fixture)
 """
 
 from __future__ import annotations
