@@ -332,12 +332,16 @@ def test_a_join_is_a_sign_in_and_the_agent_types_while_its_turn_runs(bridged):
     bridged.start_bridge()
     bridged.start_poller()
     newcomer = bridged.home.hs.register()
+    assert signins(bridged.db) == []
     newcomer.join(bridged.room)
     wait_for(lambda: signins(bridged.db), what="the join recorded as a sign-in")
+    assert len(signins(bridged.db)) == 1  # the newcomer's join, once
     bridged.mention("helper", "helper: take your time")
     wait_for(lambda: bridged.agent_id("helper") in typing(bridged), what="the agent typing")
+    assert not bridged.said_by("helper")  # typing while the turn runs, before any reply
     open_gate(gate)
-    wait_for(lambda: bridged.said_by("helper"), what="the reply")
+    said = wait_for(lambda: bridged.said_by("helper"), what="the reply")
+    assert said[0]["content"]["body"] == "done when let go"
     wait_for(lambda: bridged.agent_id("helper") not in typing(bridged), what="typing cleared")
 
 
@@ -411,6 +415,7 @@ def test_a_mention_in_a_thread_is_answered_there_blocks_hidden_and_a_refusal_is_
 def test_a_person_typing_in_the_room_is_the_moods_typing_signal(bridged):
     bridged.setup()
     bridged.start_bridge()
+    assert typing_at(bridged.db) is None
     bridged.person.call("PUT", f"/rooms/{bridged.room}/typing/{bridged.person.user_id}",
                         {"typing": True, "timeout": 30000})
     wait_for(lambda: typing_at(bridged.db), what="the typing signal stored")

@@ -440,6 +440,7 @@ def test_a_literal_secret_in_a_header_is_refused_unless_allowed(room, name, valu
 ])
 def test_ordinary_header_values_are_accepted(room, value):
     room("agent", "add", "svc", "--url", "http://127.0.0.1:9/", "--header", f"X-H:{value}")
+    assert agents(room)["svc"]["options"]["headers"] == {"X-H": "***"}
 
 
 def test_header_values_are_never_printed_when_they_change(room):

@@ -87,8 +87,12 @@ def test_times_outside_1970_to_2200_are_refused_everywhere(cli, when):
 def test_the_edges_of_the_window_are_accepted(cli):
     world(cli)
     cli("post", "lobby", "--as", "ada", "--at", "1970-01-01T00:00:00Z", "the first moment")
-    cli("set", "listening", "off", "--until", "2200-12-31T23:59:59Z", "--now", NOW)
-    cli("tick", "--now", "2200-12-31T23:59:59Z")  # the loop adds its cooldowns without overflowing
+    listening = cli("set", "listening", "off", "--until", "2200-12-31T23:59:59Z", "--now", NOW)
+    tick = cli("tick", "--now", "2200-12-31T23:59:59Z")  # the loop adds its cooldowns without overflowing
+    posts = json.loads(cli("posts", "lobby", "--json").out)
+    assert [p["created_at"] for p in posts if p["text"] == "the first moment"] == ["1970-01-01T00:00:00Z"]
+    assert "until 2200-12-31T23:59:59Z" in listening.out
+    assert tick.code == 0 and "Traceback" not in tick.err
 
 
 # -- whole numbers ----------------------------------------------------------------------------
