@@ -19,7 +19,7 @@ from importlib import metadata
 
 import pytest
 
-from conftest import REPO, unavailable
+from support.machine import REPO, unavailable
 from poller.turns import registry, wakers
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)

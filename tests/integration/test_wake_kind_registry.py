@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from agents import agent_command, wakes_seen
+from support.agents import agent_command, wakes_seen
 from plugins import tea_organ
 from poller import kinds, law, settings
 from poller.store import Store, db
-from timeline import T0, TimelineCli, at
+from support.timeline import T0, TimelineCli, at
 
 
 @pytest.fixture
