@@ -16,7 +16,7 @@ Three parts (``--part``, default all):
 
 Each figure comes with the CPU time of the server process(es), the wall time
 and the machine.  ``--db URL`` runs on that database; ``--pg`` starts a
-throwaway PostgreSQL (``tests/pg.py``) for the run.  Run:
+throwaway PostgreSQL (``tests/support/pg.py``) for the run.  Run:
 ``python bench/api.py [--quick] [--part P] [--db URL | --pg]``.
 """
 
@@ -247,7 +247,7 @@ def main() -> None:
     server = None
     if args.pg:
         sys.path.insert(0, str(REPO / "tests"))
-        import pg
+        from support import pg
 
         server = pg.start()
     fresh = server.new_database if server else (lambda: args.db)

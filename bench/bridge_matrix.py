@@ -1,6 +1,6 @@
 """The Matrix bridge on loopback: from a person's message to the agent, and the outbox's pace.
 
-Starts a real Synapse (tests/homeserver.py, the tests' settings), a SQLite
+Starts a real Synapse (tests/support/homeserver.py, the tests' settings), a SQLite
 store, ``mood-poller run --interval 1`` and ``mood-poller bridge matrix`` as
 processes.  The agent is ``sh -c 'read -r _; date +%s.%N; cat >/dev/null'``:
 its reply is the instant its wake reached its stdin.
@@ -33,8 +33,8 @@ from _common import REPO
 
 sys.path.insert(0, str(REPO / "tests"))
 
-import homeserver  # noqa: E402  (tests/homeserver.py)
-import pg  # noqa: E402
+from support import homeserver  # noqa: E402
+from support import pg  # noqa: E402
 
 from poller.bridges import matrix  # noqa: E402
 from poller.store import outbox  # noqa: E402

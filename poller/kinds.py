@@ -89,6 +89,11 @@ def register(spec: KindSpec) -> KindSpec:
     return spec
 
 
+def withdraw(name: str) -> None:
+    """Forget a declared kind (an organ unloaded; tests that declare one of their own)."""
+    _KINDS.pop(name, None)
+
+
 def spec(name: str) -> KindSpec:
     found = _KINDS.get(name)
     if found is None:

@@ -8,7 +8,8 @@
 #     drives /usr/bin/chromium; `playwright install` is never run).
 #   - Python packages: this project with its test extras, editable, and the small
 #     outside waker package under tests/plugins/.
-# Extra arguments go to pytest, e.g. `scripts/test.sh -k wiki`.
+# Extra arguments go to pytest, e.g. `scripts/test.sh -k wiki`; one layer alone with
+# `scripts/test.sh tests/unit` (the fast loop), tests/integration or tests/e2e.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

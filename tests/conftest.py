@@ -1,23 +1,21 @@
-"""Shared fixtures: an isolated environment per test, a real PostgreSQL per
-session, a database URL per test (SQLite and PostgreSQL), and a CLI runner."""
+"""Shared fixtures, for every layer (unit, integration, e2e): an isolated
+environment per test, a real PostgreSQL per session, a database URL per test
+(SQLite and PostgreSQL), and a CLI runner.  What they are built from lives in
+support/."""
 
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent))  # support/ as the package ``support``
 
-import pg  # noqa: E402  (tests/pg.py)
-
-REPO = Path(__file__).resolve().parent.parent
+from support import pg  # noqa: E402
+from support.cli import Cli  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -48,14 +46,6 @@ def isolated_env(tmp_path, monkeypatch):
         lg.handlers[:], lg.level, lg.propagate = handlers, level, propagate
 
 
-def unavailable(reason: str) -> None:
-    """Skip a test whose real component is missing here; in CI, fail instead:
-    CI must run every test, and .ci/run installs what they need."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must not skip: .ci/run installs what the tests need)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def pg_server():
     if pg.find_bindir() is None:
@@ -83,50 +73,6 @@ def db_url(request, tmp_path):
 @pytest.fixture
 def sqlite_url(tmp_path):
     return f"sqlite:///{tmp_path / 'moods.db'}"
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-class Cli:
-    """Runs ``mood-poller`` in-process through the real entry point (``main``)."""
-
-    def __init__(self, db_url: str | None = None, config: str | None = None):
-        self.db_url = db_url
-        self.config = config
-
-    def __call__(self, *args: str, input: str | bytes | None = None, ok: bool = True) -> Result:
-        from poller.cli import main
-
-        argv = []
-        if self.db_url:
-            argv += ["--db", self.db_url]
-        if self.config:
-            argv += ["--config", self.config]
-        argv += [str(a) for a in args]
-        runner = CliRunner()
-        with runner.isolation(input=input) as (out, err, _):
-            try:
-                main(argv)
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        result = Result(code, out.getvalue().decode(), err.getvalue().decode())
-        if ok and code != 0:
-            raise AssertionError(f"mood-poller {shlex.join(argv)} exited {code}: {result.err}")
-        return result
-
-    def fails(self, *args: str, input: str | bytes | None = None) -> Result:
-        result = self(*args, input=input, ok=False)
-        assert result.code != 0, f"expected failure, got: {result.out}"
-        assert "Traceback" not in result.err
-        lines = [line for line in result.err.strip().splitlines() if line.strip()]
-        assert len(lines) >= 1
-        return result
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@
 It declares one kind, ``tea`` (the kettle has boiled: a look-only wake that
 offers the agent a break), with a template of its own in this folder, and
 keeps its due time in the listener's marks.  Nothing outside this package
-knows of it: importing it declares the kind, :func:`order` makes it due.
+knows of it: :func:`declare` declares the kind (as an organ's module does when
+it is loaded), :func:`order` makes it due.
 """
 
 from __future__ import annotations
@@ -34,8 +35,12 @@ def brewed(g: draft.Gathering) -> draft.Material:
     return m
 
 
-TEA = kinds.register(KindSpec(
+TEA = KindSpec(
     "tea", 85, unprompted=False, due_at=due.marked("tea"), schedule="free",
     gather=brewed, after_wake=due.unmark("tea"), after_skip=due.unmark("tea"),
     templates=str(HERE), frames=(("look", ""),),
-    placeholders=lambda: {"parts": {"brew": "«what is brewing»"}}))
+    placeholders=lambda: {"parts": {"brew": "«what is brewing»"}})
+
+
+def declare() -> KindSpec:
+    return kinds.register(TEA)

@@ -1,0 +1,289 @@
+"""The operator's kit installed as the README's Operations steps say: systemd units that
+``systemd-analyze verify`` accepts and that restart on exit 75 but not 78, the service user
+from ``mood-poller.sysusers``, its folders from ``mood-poller.tmpfiles`` (readable by that
+user, where the old ``install -d -m 750`` layout was not), the cron line (reads the env
+file, dates every log line) and its logrotate snippet.
+
+Everything runs without a running systemd: ``systemd-analyze verify`` on copies of the
+units, ``systemd-sysusers`` and ``systemd-tmpfiles`` with ``--root`` on a temporary tree.
+The tests run as root and switch to a throwaway system user where a user's view matters.
+
+Here, the part run as processes; the rest sits under the same name in the other
+layers.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import pwd
+import re
+import shlex
+import shutil
+import socket
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support.cli import Cli
+from support.kit import (BINARY, EX_CONFIG, EX_TEMPFAIL, KIT, UNITS, USER, cron_job,
+                         installed_script, need, parse_unit, tmpfiles, verify)
+from support.kit import as_user, root_dir, throwaway_user  # noqa: F401  (fixtures)
+
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d) ")
+@pytest.fixture
+def closed_port():
+    """A 127.0.0.1 port that refuses connections: bound, never listening."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
+
+
+# -- systemd-analyze verify -----------------------------------------------------------------------
+
+def test_systemd_analyze_verify_accepts_every_unit(tmp_path):
+    need("systemd-analyze")
+    assert verify(tmp_path, {name: (KIT / name).read_text() for name in UNITS}) == []
+
+
+def test_systemd_analyze_verify_here_would_catch_a_broken_unit(tmp_path):
+    """The check above is worth something on this machine: it speaks up about a bad key
+    and about a command that is not there."""
+    need("systemd-analyze")
+    service = (KIT / "mood-poller.service").read_text()
+    assert any("NoSuchKey" in line for line in
+               verify(tmp_path, {"mood-poller.service":
+                                 service.replace("[Service]\n", "[Service]\nNoSuchKey=1\n")}))
+    assert any("/nonexistent/mood-poller" in line for line in
+               verify(tmp_path, {"mood-poller-tick.service":
+                                 (KIT / "mood-poller-tick.service").read_text()
+                                 .replace(BINARY, "/nonexistent/mood-poller")}))
+
+
+# -- the service restarts on 75, not on 78 --------------------------------------------------------
+
+def restarts(unit: configparser.RawConfigParser, code: int) -> bool:
+    """Whether systemd restarts the service after its main process exits with *code*
+    (systemd.service(5): Restart=, RestartPreventExitStatus=, RestartForceExitStatus=)."""
+    s = unit["Service"]
+    prevent = s.get("RestartPreventExitStatus", "").split()
+    force = s.get("RestartForceExitStatus", "").split()
+    if str(code) in prevent:
+        return False
+    if str(code) in force:
+        return True
+    success = code == 0 or str(code) in s.get("SuccessExitStatus", "").split()
+    return {"no": False, "always": True, "on-success": success,
+            "on-failure": not success, "on-abnormal": False,
+            "on-abort": False, "on-watchdog": False}[s.get("Restart", "no")]
+
+
+def exec_start(tmp_path: Path, text: str, **env: str) -> tuple[list[str], dict[str, str], str]:
+    """The unit's ExecStart= argv, environment and working directory as systemd would start
+    it, the paths it names moved into *tmp_path*; *env* as if from its EnvironmentFile=."""
+    config = tmp_path / "config.toml"
+    if not config.exists():
+        shutil.copy(KIT / "config.example.toml", config)
+    state = tmp_path / "state"
+    state.mkdir(exist_ok=True)
+    moved = (text.replace(BINARY, installed_script())
+             .replace("/etc/mood-poller/config.toml", str(config))
+             .replace("/var/lib/mood-poller", str(state)))
+    unit, multi = parse_unit(moved)
+    environ = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8"}
+    for assignment in multi.get("Service.Environment", []):
+        for item in shlex.split(assignment):
+            key, _, value = item.partition("=")
+            environ[key] = value
+    environ.update(env)
+    return shlex.split(unit["Service"]["ExecStart"]), environ, unit["Service"]["WorkingDirectory"]
+
+
+def run_exec_start(tmp_path: Path, text: str, **env: str) -> subprocess.CompletedProcess:
+    argv, environ, cwd = exec_start(tmp_path, text, **env)
+    return subprocess.run(argv, env=environ, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_the_service_restarts_when_postgresql_is_away_and_not_on_a_broken_config(tmp_path,
+                                                                                  closed_port):
+    text = (KIT / "mood-poller.service").read_text()
+    unit, multi = parse_unit(text)
+    s = unit["Service"]
+    # RestartPreventExitStatus= looks only at the main process: nothing that can exit 78
+    # may run before it.
+    assert not any(BINARY in v for key in ("Service.ExecStartPre", "Service.ExecStartPost",
+                                           "Service.ExecCondition") for v in multi.get(key, []))
+    assert "init" in s["ExecStart"] and s["ExecStart"].rstrip("'\"").endswith(" run")
+    assert float(s["RestartSec"]) >= 1
+    assert unit["Unit"].get("StartLimitIntervalSec") == "0"  # a long outage never ends the retries
+
+    away = run_exec_start(tmp_path, text, MOOD_POLLER_DB=f"postgresql://mood@127.0.0.1:{closed_port}/m")
+    assert away.returncode == EX_TEMPFAIL, away.stderr
+    assert "cannot open database" in away.stderr
+    assert restarts(unit, away.returncode)
+
+    (tmp_path / "config.toml").write_text("[poller\n")
+    broken = run_exec_start(tmp_path, text)
+    assert broken.returncode == EX_CONFIG, broken.stderr
+    assert not restarts(unit, broken.returncode)
+    assert restarts(unit, 1) and not restarts(unit, 0)
+
+
+def test_the_service_starts_init_then_becomes_the_loop(tmp_path):
+    """With the database there, ExecStart= creates the schema, then the shell's process
+    becomes ``run``: the SIGTERM systemd sends to the main process stops the poller."""
+    db = tmp_path / "state" / "moods.db"
+    argv, environ, cwd = exec_start(tmp_path, (KIT / "mood-poller.service").read_text(),
+                                    MOOD_POLLER_DB=f"sqlite:///{db}")
+    main = subprocess.Popen(argv, env=environ, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert "schema empty ->" in main.stdout.readline()
+        for line in main.stderr:  # the loop's first log line says it runs
+            if "running every" in line:
+                break
+        else:
+            pytest.fail("the loop never said it runs")
+        with open(f"/proc/{main.pid}/cmdline", "rb") as fh:
+            assert fh.read().split(b"\0")[-2:] == [b"run", b""]  # no shell left in between
+        main.terminate()
+        assert main.wait(timeout=60) == 0
+    finally:
+        if main.poll() is None:
+            main.kill()
+            main.wait()
+    assert db.exists()
+
+
+# -- the service user and its folders --------------------------------------------------------------
+
+def owner_mode(path: Path) -> tuple[int, int, str]:
+    st = path.stat()
+    return st.st_uid, st.st_gid, oct(stat.S_IMODE(st.st_mode))
+
+
+def test_sysusers_creates_the_system_user_the_units_run_as(root_dir):
+    need("systemd-sysusers")
+    (root_dir / "etc").mkdir()
+    r = subprocess.run(["systemd-sysusers", f"--root={root_dir}", str(KIT / "mood-poller.sysusers")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    (entry,) = [line.split(":") for line in (root_dir / "etc" / "passwd").read_text().splitlines()
+                if line.startswith(f"{USER}:")]
+    assert entry[5] == "/var/lib/mood-poller" and entry[6] == "/usr/sbin/nologin"
+    uid, gid = int(entry[2]), int(entry[3])
+    assert 0 < uid < 1000 and 0 < gid < 1000  # a system user
+    assert f"{USER}:x:{gid}:" in (root_dir / "etc" / "group").read_text()
+    for name in ("mood-poller.service", "mood-poller-tick.service"):
+        unit, _ = parse_unit((KIT / name).read_text())
+        assert unit["Service"]["User"] == USER and unit["Service"]["Group"] == USER
+
+
+def test_tmpfiles_lays_out_the_folders_and_the_env_file(root_dir):
+    etc = root_dir / "etc"
+    etc.mkdir()
+    (etc / "passwd").write_text(f"{USER}:x:990:991::/var/lib/mood-poller:/usr/sbin/nologin\n")
+    (etc / "group").write_text(f"{USER}:x:991:\n")
+    tmpfiles(root_dir)
+    assert owner_mode(etc / "mood-poller") == (0, 991, "0o750")
+    assert owner_mode(etc / "mood-poller" / "env") == (0, 991, "0o640")
+    assert owner_mode(root_dir / "var" / "lib" / "mood-poller") == (990, 991, "0o750")
+    assert owner_mode(root_dir / "var" / "log" / "mood-poller") == (990, 991, "0o750")
+    # Running it again puts modes back and keeps what the operator wrote.
+    env = etc / "mood-poller" / "env"
+    env.write_text("MOOD_POLLER_DB=sqlite:////var/lib/mood-poller/moods.db\n")
+    env.chmod(0o644)
+    os.chown(etc / "mood-poller", 0, 0)
+    tmpfiles(root_dir)
+    assert owner_mode(env) == (0, 991, "0o640") and "MOOD_POLLER_DB" in env.read_text()
+    assert owner_mode(etc / "mood-poller") == (0, 991, "0o750")
+    # The paths the units and the cron line use are the ones it makes.
+    for name in ("mood-poller.service", "mood-poller-tick.service"):
+        unit, _ = parse_unit((KIT / name).read_text())
+        assert unit["Service"]["WorkingDirectory"] == "/var/lib/mood-poller"
+        assert unit["Service"]["EnvironmentFile"].lstrip("-") == "/etc/mood-poller/env"
+    cron = (KIT / "mood-poller.cron").read_text()
+    assert "/etc/mood-poller/env" in cron and ">>/var/log/mood-poller/tick.log" in cron
+
+
+# -- as the service user --------------------------------------------------------------------------
+
+def documented_layout(root: Path, user: pwd.struct_passwd) -> Path:
+    """The README's layout under *root*: the shipped tmpfiles.d lines, with ``mood-poller``
+    standing for *user*, and the example config installed mode 0640 root:mood-poller."""
+    etc = root / "etc"
+    etc.mkdir()
+    (etc / "passwd").write_text(f"{USER}:x:{user.pw_uid}:{user.pw_gid}::/var/lib/mood-poller:"
+                                "/usr/sbin/nologin\n")
+    (etc / "group").write_text(f"{USER}:x:{user.pw_gid}:\n")
+    tmpfiles(root)
+    config = etc / "mood-poller" / "config.toml"
+    shutil.copy(KIT / "config.example.toml", config)
+    os.chown(config, 0, user.pw_gid)
+    config.chmod(0o640)
+    return config
+
+
+def test_config_check_as_the_service_user_on_the_documented_layout(as_user, root_dir):
+    config = documented_layout(root_dir, as_user.user)
+    r = as_user.run(as_user.python + ["-m", "poller", "config", "check", "--config", str(config)],
+                    cwd=root_dir)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"# config OK: {config}")
+    env = root_dir / "etc" / "mood-poller" / "env"
+    r = as_user.run(["sh", "-c", f'cat "{env}" && ! test -w "{env}" && ! test -w "{config}"'])
+    assert r.returncode == 0, r.stderr  # it reads both, and can change neither
+
+
+# -- the cron line and its log --------------------------------------------------------------------
+
+def test_the_cron_line_reads_the_env_file_and_dates_every_log_line(as_user, root_dir, closed_port):
+    """The job as cron runs it (sh, as the service user, on the documented layout)."""
+    user = as_user.user
+    config = documented_layout(root_dir, user)
+    state = root_dir / "var" / "lib" / "mood-poller"
+    log = root_dir / "var" / "log" / "mood-poller" / "tick.log"
+    env_file = root_dir / "etc" / "mood-poller" / "env"
+    cron_env, _, command = cron_job()
+    command = (command.replace(BINARY, shlex.join(as_user.python + ["-m", "poller"]))
+               .replace("/etc/mood-poller", str(root_dir / "etc" / "mood-poller"))
+               .replace("/var/log/mood-poller", str(log.parent)))
+    # cron's own variables, then the file's (with the paths moved)
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(state), "LOGNAME": user.pw_name,
+               "LANG": "C.UTF-8"}
+    environ.update({k: v.replace("/etc/mood-poller/config.toml", str(config))
+                    for k, v in cron_env.items()})
+
+    def cron() -> None:
+        r = as_user.run([cron_env["SHELL"], "-c", command], cwd=state, env=environ)
+        assert r.returncode == 0 and r.stdout == r.stderr == "", r.stdout + r.stderr
+
+    # 1. The database named only in the env file is away: one dated error line.
+    env_file.write_text(f"MOOD_POLLER_DB='postgresql://mood:pw@127.0.0.1:{closed_port}/moods'\n")
+    cron()
+    first = log.read_text().splitlines()
+    assert len(first) == 1 and "cannot open database postgresql://mood:***@127.0.0.1" in first[0]
+
+    # 2. A database with a mention waiting: the poller's log lines and tick's own output.
+    url = f"sqlite:///{state / 'moods.db'}"
+    admin = Cli(url)
+    admin("init")
+    admin("mood", "add", "lobby")
+    admin("person", "add", "ada", "--trust", "full")
+    admin("agent", "add", "bot", "--command", "echo hello")
+    admin("tick")
+    admin("post", "lobby", "--as", "ada", "@bot are you there?")
+    for path in state.iterdir():
+        os.chown(path, user.pw_uid, user.pw_gid)
+    env_file.write_text(f"MOOD_POLLER_DB={url}\nMOOD_POLLER_LAUNCH=thread\n")
+    cron()
+    lines = log.read_text().splitlines()
+    assert lines[0] == first[0]
+    later = "\n".join(lines[1:])
+    assert "bot in lobby: mention woke" in later  # a log line of the poller's
+    assert "woke bot in lobby: mention" in later  # a line tick prints on stdout
+    undated = [line for line in lines if not RFC3339.match(line)]
+    assert undated == []
+    assert "hello" in admin("posts", "lobby").out  # the turn ran as the service user

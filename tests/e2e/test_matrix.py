@@ -1,0 +1,496 @@
+"""The Matrix bridge against a real Synapse on loopback.
+
+One homeserver serves the session (see tests/support/homeserver.py); it loads the
+appservice registration ``bridge matrix --write-registration`` wrote.  Each
+test makes its own room, people and store, and runs the real processes:
+``mood-poller bridge matrix`` and ``mood-poller run``, with an agent that is a
+real subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from support import pg
+from support import homeserver as synapse
+from support.agents import agent_command, open_gate, wakes_seen
+from support.cli import Cli
+from support.machine import REPO, unavailable
+from support.waiting import HANG_GUARD_S, wait_for
+
+AS_TOKEN = "as_" + secrets.token_hex(16)
+HS_TOKEN = "hs_" + secrets.token_hex(16)
+
+
+@dataclass
+class Homeserver:
+    hs: synapse.Synapse
+    config: Path
+    as_port: int
+
+
+def bridge_toml(hs_url: str, as_port: int) -> str:
+    return (f'[bridges.matrix]\nhomeserver = "{hs_url}"\nserver_name = "{synapse.SERVER_NAME}"\n'
+            f'listen_port = {as_port}\npoll = 0.1\n')
+
+
+@pytest.fixture(scope="session")
+def homeserver(tmp_path_factory):
+    import importlib.util
+
+    if importlib.util.find_spec("synapse") is None:  # matrix-synapse, from the test extra
+        unavailable("matrix-synapse is not installed (pip install '.[test]')")
+    root = tmp_path_factory.mktemp("matrix")
+    hs_port, as_port = pg.free_port(), pg.free_port()
+    config = root / "bridge.toml"
+    config.write_text(bridge_toml(f"http://127.0.0.1:{hs_port}", as_port))
+    registration = root / "registration.yaml"
+    env = dict(os.environ, PYTHONPATH=str(REPO), MOOD_POLLER_MATRIX_AS_TOKEN=AS_TOKEN,
+               MOOD_POLLER_MATRIX_HS_TOKEN=HS_TOKEN)
+    subprocess.run([sys.executable, "-m", "poller", "--db", f"sqlite:///{root}/unused.db",
+                    "bridge", "matrix", "--config", str(config), "--write-registration",
+                    str(registration)], check=True, env=env, timeout=HANG_GUARD_S,
+                   capture_output=True)
+    hs = synapse.start([str(registration)], hs_port, secrets.token_hex(16))
+    yield Homeserver(hs, config, as_port)
+    hs.stop()
+    shutil.rmtree(hs.root, ignore_errors=True)
+
+
+class Bridged:
+    """A store, a Mood linked to a fresh room, and the processes a test starts."""
+
+    def __init__(self, home: Homeserver, tmp_path: Path, db_url: str):
+        self.home, self.tmp, self.db = home, tmp_path, db_url
+        self.cli = Cli(db_url)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.person = home.hs.register()
+        self.room = self.person.create_room()
+
+    def setup(self, agent_mode: str = "reply", *extra: str, agents=("helper",)) -> None:
+        self.cli("init", "--answer-from-now")
+        for handle in agents:
+            self.cli("agent", "add", handle, "--command", agent_command(self.tmp, agent_mode, *extra))
+        self.cli("person", "add", "--matrix", self.person.user_id, "--trust", "full")
+        self.cli("mood", "add", "lobby", "--matrix-room", self.room)
+
+    def env(self) -> dict:
+        return dict(os.environ, PYTHONPATH=str(REPO), MOOD_POLLER_MATRIX_AS_TOKEN=AS_TOKEN,
+                    MOOD_POLLER_MATRIX_HS_TOKEN=HS_TOKEN)
+
+    def start(self, name: str, *args: str) -> subprocess.Popen:
+        log = open(self.tmp / f"{name}.log", "ab")
+        proc = subprocess.Popen([sys.executable, "-m", "poller", "--db", self.db, *args],
+                                stdout=log, stderr=log, env=self.env(), cwd=self.tmp,
+                                start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def start_bridge(self) -> subprocess.Popen:
+        proc = self.start("bridge", "bridge", "matrix", "--config", str(self.home.config))
+        wait_for(lambda: self.joined("helper"), what="the agent's user to join the room")
+        return proc
+
+    def start_poller(self) -> subprocess.Popen:
+        return self.start("run", "run", "--interval", "1")
+
+    def stop(self, name: str, sig=signal.SIGTERM) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=HANG_GUARD_S)
+
+    def close(self) -> None:
+        for name in list(self.procs):
+            self.stop(name, signal.SIGKILL)
+
+    def agent_id(self, handle: str) -> str:
+        return f"@mood_{handle}:{synapse.SERVER_NAME}"
+
+    def joined(self, handle: str) -> bool:
+        members = self.person.call("GET", f"/rooms/{self.room}/joined_members")["joined"]
+        return self.agent_id(handle) in members
+
+    def mention(self, handle: str, body: str, **content) -> str:
+        return self.person.send(self.room, {"msgtype": "m.text", "body": body,
+                                            "m.mentions": {"user_ids": [self.agent_id(handle)]},
+                                            **content})
+
+    def said_by(self, handle: str) -> list[dict]:
+        return [e for e in self.person.messages(self.room) if e["sender"] == self.agent_id(handle)]
+
+    def wakes(self) -> list[dict]:
+        return json.loads(self.cli("wakes", "--json").out)
+
+
+@pytest.fixture
+def bridged(homeserver, tmp_path, sqlite_url):
+    b = Bridged(homeserver, tmp_path, sqlite_url)
+    yield b
+    b.close()
+
+
+def test_a_mention_wakes_the_agent_once_and_its_reply_answers_it_in_the_room(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    asked = bridged.mention("helper", "helper: what's new?")
+    replies = wait_for(lambda: bridged.said_by("helper"), what="the agent's reply in the room")
+    reply = replies[0]["content"]
+    assert reply["msgtype"] == "m.text"
+    assert reply["body"] == "helper answering mention"
+    assert reply["m.relates_to"]["m.in_reply_to"]["event_id"] == asked
+    assert "<p>helper answering mention</p>" == reply["formatted_body"]
+    seen = wakes_seen(bridged.tmp)
+    assert len(seen) == 1 and "what's new?" in seen[0]["text"]
+
+
+def posts(b: Bridged) -> list[dict]:
+    return json.loads(b.cli("posts", "lobby", "--json", "--limit", "500").out)
+
+
+def replay(b: Bridged, event_id: str) -> None:
+    """Deliver an event to the bridge again, as a homeserver retrying a transaction does."""
+    event = b.person.call("GET", f"/rooms/{b.room}/event/{event_id}")
+    r = httpx.put(f"http://127.0.0.1:{b.home.as_port}/_matrix/app/v1/transactions/retry-"
+                  f"{secrets.token_hex(4)}", json={"events": [event]},
+                  headers={"Authorization": f"Bearer {HS_TOKEN}"}, timeout=30)
+    assert r.status_code == 200, r.text
+
+
+def test_the_same_event_delivered_again_wakes_nobody_and_stores_nothing(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    asked = bridged.mention("helper", "helper: once please")
+    wait_for(lambda: bridged.said_by("helper"), what="the reply")
+    before = posts(bridged)
+    replay(bridged, asked)
+    replay(bridged, asked)
+    forged = httpx.put(f"http://127.0.0.1:{bridged.home.as_port}/_matrix/app/v1/transactions/x",
+                       json={"events": []}, headers={"Authorization": "Bearer not-the-token"},
+                       timeout=30)
+    assert forged.status_code == 403
+    sentinel = bridged.mention("helper", "helper: and now?")
+    wait_for(lambda: len(bridged.said_by("helper")) == 2, what="the second reply")
+    assert len(wakes_seen(bridged.tmp)) == 2
+    after = posts(bridged)
+    assert [p["text"] for p in after].count("helper: once please") == 1
+    assert len(after) == len(before) + 2  # the sentinel and its answer only
+    wake = [w for w in bridged.wakes() if w["status"] == "replied"][0]
+    assert wake["answers"] and sentinel  # each wake answered posts of its own
+    assert len({a for w in bridged.wakes() for a in w["answers"]}) == sum(
+        len(w["answers"]) for w in bridged.wakes())
+
+
+def test_a_reply_written_while_the_bridge_is_down_is_sent_once_when_it_is_back(bridged):
+    gate = bridged.tmp / "gate"
+    bridged.setup("gate", str(gate))
+    bridged.start_bridge()
+    bridged.start_poller()
+    bridged.mention("helper", "helper: are you there?")
+    wait_for(lambda: wakes_seen(bridged.tmp), what="the agent at work")
+    bridged.stop("bridge", signal.SIGKILL)
+    open_gate(gate)
+    pending = wait_for(lambda: [i for i in json.loads(bridged.cli("outbox", "--json").out)
+                                if i["event"] == "reply"], what="the reply in the outbox")
+    assert pending[0]["status"] == "pending" and bridged.said_by("helper") == []
+    bridged.start_bridge()
+    wait_for(lambda: bridged.said_by("helper"), what="the reply in the room")
+    item = wait_for(lambda: [i for i in json.loads(bridged.cli("outbox", "--json").out)
+                             if i["status"] == "sent"], what="the item marked sent")[0]
+    # Killed after sending but before recording it: the resend uses the same
+    # transaction id, and the homeserver keeps the one event it has.
+    bridged.stop("bridge", signal.SIGKILL)
+    forget_sent(bridged.db, item["id"])
+    bridged.start_bridge()
+    wait_for(lambda: json.loads(bridged.cli("outbox", "--json").out)[0]["status"] == "sent",
+             what="the item sent again")
+    said = bridged.said_by("helper")
+    assert len(said) == 1 and said[0]["event_id"] == item["external_id"]
+
+
+def forget_sent(db_url: str, item_id: int) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url)
+    with engine.begin() as c:
+        c.exec_driver_sql("UPDATE outbox SET status = 'pending', external_id = NULL "
+                          f"WHERE id = {int(item_id)}")
+    engine.dispose()
+
+
+def test_replies_due_while_the_homeserver_is_down_wait_and_arrive_in_order_once(bridged):
+    bridged.setup()
+    bridged.cli("person", "add", "ada", "--trust", "full")
+    bridged.start_bridge()
+    bridged.start_poller()
+    hs = bridged.home.hs
+    hs.stop()
+    try:
+        for n in range(3):
+            bridged.cli("post", "lobby", "--as", "ada", f"@helper question {n}")
+            wait_for(lambda: len([w for w in bridged.wakes() if w["status"] == "replied"]) > n,
+                     what=f"reply {n}")
+        items = [i for i in json.loads(bridged.cli("outbox", "--json").out)
+                 if i["event"] == "reply"]
+        assert len(items) == 3 and all(i["status"] == "pending" for i in items)
+        # The oldest is tried again and again; the newer ones wait behind it.
+        wait_for(lambda: json.loads(bridged.cli("outbox", "--json").out)[0]["attempts"] >= 2,
+                 what="attempts that failed")
+        time.sleep(30)  # the homeserver stays down for 30 s, as an outage would
+    finally:
+        hs.start()
+    said = wait_for(lambda: len(bridged.said_by("helper")) >= 3 and bridged.said_by("helper"),
+                    what="the three replies")
+    replies = {i["post_id"]: i["external_id"] for i in json.loads(
+        bridged.cli("outbox", "--json").out) if i["event"] == "reply"}
+    assert [e["event_id"] for e in said] == [replies[k] for k in sorted(replies)]
+    assert len(said) == 3
+
+
+def test_a_sender_with_no_trust_wakes_nobody_and_why_says_so(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    stranger = bridged.home.hs.register()
+    stranger.join(bridged.room)
+    stranger.send(bridged.room, {"msgtype": "m.text", "body": "helper: hello?",
+                                 "m.mentions": {"user_ids": [bridged.agent_id("helper")]}})
+    wait_for(lambda: any(p["text"] == "helper: hello?" for p in posts(bridged)),
+             what="the stranger's post stored")
+    people = json.loads(bridged.cli("person", "list", "--json").out)
+    assert [p["trust"] for p in people if p["handle"] == stranger.user_id[1:].split(":")[0]] == ["none"]
+    bridged.mention("helper", "helper: and me?")
+    wait_for(lambda: bridged.said_by("helper"), what="the trusted person's answer")
+    seen = wakes_seen(bridged.tmp)
+    assert len(seen) == 1 and "and me?" in seen[0]["text"]
+    answered = {a for w in bridged.wakes() for a in w["answers"]}
+    hello = [p["id"] for p in posts(bridged) if p["text"] == "helper: hello?"][0]
+    assert hello not in answered
+    why = bridged.cli("why", "helper", "lobby").out
+    assert f"not heard: 1 mention(s) here by people with trust none (newest: post {hello}" in why
+
+
+def test_an_edit_never_wakes_again_and_a_room_ping_wakes_no_agent(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    asked = bridged.mention("helper", "helper: first")
+    wait_for(lambda: bridged.said_by("helper"), what="the first reply")
+    bridged.person.send(bridged.room, {
+        "msgtype": "m.text", "body": "* helper: first, edited",
+        "m.new_content": {"msgtype": "m.text", "body": "helper: first, edited",
+                          "m.mentions": {"user_ids": [bridged.agent_id("helper")]}},
+        "m.mentions": {"user_ids": [bridged.agent_id("helper")]},
+        "m.relates_to": {"rel_type": "m.replace", "event_id": asked}})
+    wait_for(lambda: any(p["text"] == "helper: first, edited" for p in posts(bridged)),
+             what="the edit stored")
+    pinged = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": "@room hello all",
+                                                "m.mentions": {"room": True}})
+    wait_for(lambda: any(p["text"] == "@room hello all" for p in posts(bridged)),
+             what="the room ping stored")
+    bridged.mention("helper", "helper: second")
+    wait_for(lambda: len(bridged.said_by("helper")) == 2, what="the second reply")
+    texts = [w["text"] for w in wakes_seen(bridged.tmp)]
+    assert len(texts) == 2
+    ping = [p["id"] for p in posts(bridged) if p["text"] == "@room hello all"][0]
+    assert ping not in {a for w in bridged.wakes() for a in w["answers"]} and pinged
+
+
+def test_a_redacted_post_is_gone_from_later_wakes(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    secret_word = "zanzibar-" + secrets.token_hex(3)
+    said = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": f"the code is {secret_word}"})
+    bridged.person.call("PUT", f"/rooms/{bridged.room}/redact/{said}/r{secrets.token_hex(4)}", {})
+    wait_for(lambda: any(p["text"] == "[this post was removed]" for p in posts(bridged)),
+             what="the redaction stored")
+    bridged.mention("helper", "helper: what was said?")
+    wait_for(lambda: bridged.said_by("helper"), what="the reply")
+    text = wakes_seen(bridged.tmp)[0]["text"]
+    assert secret_word not in text and "what was said?" in text
+
+
+def test_a_join_is_a_sign_in_and_the_agent_types_while_its_turn_runs(bridged):
+    gate = bridged.tmp / "gate"
+    bridged.setup("gate", str(gate))
+    bridged.start_bridge()
+    bridged.start_poller()
+    newcomer = bridged.home.hs.register()
+    assert signins(bridged.db) == []
+    newcomer.join(bridged.room)
+    wait_for(lambda: signins(bridged.db), what="the join recorded as a sign-in")
+    assert len(signins(bridged.db)) == 1  # the newcomer's join, once
+    bridged.mention("helper", "helper: take your time")
+    wait_for(lambda: bridged.agent_id("helper") in typing(bridged), what="the agent typing")
+    assert not bridged.said_by("helper")  # typing while the turn runs, before any reply
+    open_gate(gate)
+    said = wait_for(lambda: bridged.said_by("helper"), what="the reply")
+    assert said[0]["content"]["body"] == "done when let go"
+    wait_for(lambda: bridged.agent_id("helper") not in typing(bridged), what="typing cleared")
+
+
+def signins(db_url: str) -> list:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url)
+    with engine.connect() as c:
+        rows = c.exec_driver_sql("SELECT label FROM signins").all()
+    engine.dispose()
+    return rows
+
+
+def typing(b: Bridged) -> list[str]:
+    """Who the person's client sees typing in the room now (an incremental /sync: a
+    typing event comes when who types changes)."""
+    params = {"timeout": "0"} | ({"since": b.since} if getattr(b, "since", None) else {})
+    data = b.person.call("GET", "/sync", **params)
+    b.since = data["next_batch"]
+    room = (data.get("rooms", {}).get("join", {}) or {}).get(b.room, {})
+    for event in room.get("ephemeral", {}).get("events", []):
+        if event["type"] == "m.typing":
+            b.typing_now = event["content"]["user_ids"]
+    return getattr(b, "typing_now", [])
+
+
+def test_bot_account_mode_speaks_for_the_agent_without_an_appservice(bridged):
+    bridged.setup()
+    bot = bridged.home.hs.register()
+    config = bridged.tmp / "bot.toml"
+    config.write_text(f'[bridges.matrix]\nhomeserver = "{bridged.home.hs.url}"\n'
+                      f'server_name = "{synapse.SERVER_NAME}"\nmode = "bot"\n'
+                      f'bot_user = "{bot.user_id}"\npoll = 0.1\n')
+    log = open(bridged.tmp / "bot.log", "ab")
+    env = bridged.env() | {"MOOD_POLLER_MATRIX_BOT_TOKEN": bot.token}
+    bridged.procs["bot"] = subprocess.Popen(
+        [sys.executable, "-m", "poller", "--db", bridged.db, "bridge", "matrix", "--config",
+         str(config)], stdout=log, stderr=log, env=env, cwd=bridged.tmp, start_new_session=True)
+    members = lambda: bridged.person.call(  # noqa: E731
+        "GET", f"/rooms/{bridged.room}/joined_members")["joined"]
+    wait_for(lambda: bot.user_id in members(), what="the bot in the room")
+    bridged.start_poller()
+    asked = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": "@helper hi there"})
+    said = wait_for(lambda: [e for e in bridged.person.messages(bridged.room)
+                             if e["sender"] == bot.user_id], what="the bot's reply")
+    assert said[0]["content"]["body"] == "helper: helper answering mention"
+    assert said[0]["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == asked
+    assert len(wakes_seen(bridged.tmp)) == 1
+    assert bot.token not in (bridged.tmp / "bot.log").read_text()
+
+
+def test_a_mention_in_a_thread_is_answered_there_blocks_hidden_and_a_refusal_is_a_notice(bridged):
+    bridged.setup("say", "Done,", "**as** asked.\n```settings\nverbosity: loud\n```")
+    bridged.start_bridge()
+    bridged.start_poller()
+    root = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": "a thread"})
+    asked = bridged.mention("helper", "helper: in here please", **{
+        "m.relates_to": {"rel_type": "m.thread", "event_id": root, "is_falling_back": True,
+                         "m.in_reply_to": {"event_id": root}}})
+    said = wait_for(lambda: len(bridged.said_by("helper")) >= 2 and bridged.said_by("helper"),
+                    what="the reply and the notice")
+    reply, notice = said[0]["content"], said[1]["content"]
+    assert reply["msgtype"] == "m.text" and reply["body"] == "Done, **as** asked."
+    assert "settings" not in reply["body"] and "<strong>as</strong>" in reply["formatted_body"]
+    assert reply["m.relates_to"] == {"rel_type": "m.thread", "event_id": root,
+                                     "is_falling_back": False,
+                                     "m.in_reply_to": {"event_id": asked}}
+    assert notice["msgtype"] == "m.notice" and "settings block was refused" in notice["body"]
+
+
+def test_a_person_typing_in_the_room_is_the_moods_typing_signal(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    assert typing_at(bridged.db) is None
+    bridged.person.call("PUT", f"/rooms/{bridged.room}/typing/{bridged.person.user_id}",
+                        {"typing": True, "timeout": 30000})
+    wait_for(lambda: typing_at(bridged.db), what="the typing signal stored")
+
+
+def typing_at(db_url: str):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url)
+    with engine.connect() as c:
+        at = c.exec_driver_sql("SELECT typing_at FROM moods").scalar()
+    engine.dispose()
+    return at
+
+
+def test_an_agent_invited_to_a_private_room_joins_it(bridged):
+    bridged.setup()
+    private = bridged.person.call("POST", "/createRoom", {"preset": "private_chat"})["room_id"]
+    bridged.cli("mood", "add", "den", "--matrix-room", private)
+    bridged.start_bridge()  # joins the public lobby; the den needs an invitation
+    members = lambda: bridged.person.call(  # noqa: E731
+        "GET", f"/rooms/{private}/joined_members")["joined"]
+    assert bridged.agent_id("helper") not in members()
+    bridged.person.call("POST", f"/rooms/{private}/invite", {"user_id": bridged.agent_id("helper")})
+    wait_for(lambda: bridged.agent_id("helper") in members(), what="the agent in the den")
+
+
+def test_a_silent_turn_says_nothing_and_marks_the_mention_read(bridged):
+    bridged.setup("silent")
+    bridged.start_bridge()
+    bridged.start_poller()
+    asked = bridged.mention("helper", "helper: anything?")
+    wait_for(lambda: read_by(bridged, asked), what="the agent's read receipt")
+    assert bridged.said_by("helper") == []
+    assert [w["status"] for w in bridged.wakes()] == ["silent"]
+
+
+def read_by(b: Bridged, event_id: str) -> bool:
+    """Has the agent's read receipt for *event_id* reached the person's client?  (An
+    incremental /sync: the homeserver may answer a repeated initial sync from a cache.)"""
+    params = {"timeout": "0"} | ({"since": b.since} if getattr(b, "since", None) else {})
+    data = b.person.call("GET", "/sync", **params)
+    b.since = data["next_batch"]
+    room = (data.get("rooms", {}).get("join", {}) or {}).get(b.room, {})
+    for event in room.get("ephemeral", {}).get("events", []):
+        if event["type"] == "m.receipt":
+            readers = event["content"].get(event_id, {}).get("m.read", {})
+            b.read = getattr(b, "read", False) or b.agent_id("helper") in readers
+    return getattr(b, "read", False)
+
+
+AWAY_CATALOG = """\
+[[catalog]]
+id = "creek_walk"
+label = "out for a creek walk"
+duration_minutes = [30, 30]
+seed = "A short walk along the creek."
+"""
+
+
+def test_an_agent_out_on_an_activity_shows_it_in_its_presence(bridged):
+    catalog = bridged.tmp / "activities.toml"
+    catalog.write_text(AWAY_CATALOG)
+    bridged.setup("say", "Off for a walk, back soon.\n```away\nactivity: creek_walk\n```")
+    bridged.cli("agent", "set", "helper", "--activities", str(catalog))
+    bridged.start_bridge()
+
+    def presence(state: str):
+        p = bridged.person.call("GET", f"/presence/{bridged.agent_id('helper')}/status")
+        return p if p.get("presence") == state else None
+
+    wait_for(lambda: presence("online"), what="the agent's user to show online")
+    bridged.start_poller()
+    bridged.mention("helper", "helper: take a break")
+    shown = wait_for(lambda: presence("unavailable"), what="the agent's presence to show it out")
+    assert shown["status_msg"].startswith("out for a creek walk, back about ")
+    assert wait_for(lambda: bridged.said_by("helper"), what="its goodbye")[0]["content"][
+        "body"].startswith("Off for a walk")

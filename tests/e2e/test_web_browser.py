@@ -1,0 +1,188 @@
+"""The web page in a real headless browser (Debian's chromium, driven by Playwright)
+against the real `mood-poller serve --with-poller`: a person signs in with a token,
+opens a Mood, mentions an agent and sees its reply arrive without reloading; an
+operator opens the wake and reads the text the agent was shown.  Every page is
+screenshotted under the test's tmp dir and must log no console error."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from support import webserver
+from support.agents import agent_command, open_gate, wakes_seen
+from support.machine import unavailable
+from support.waiting import wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture
+def browser():
+    if not os.path.exists(CHROMIUM):
+        unavailable("no /usr/bin/chromium (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("playwright is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def site(cli, tmp_path):
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("person", "add", "otto", "--trust", "full", "--operator")
+    gate = tmp_path / "gate"  # the agent stays at work until the test opens it
+    cli("agent", "add", "helper", "--command", agent_command(tmp_path, "gate", str(gate)))
+    # Opening the Mood is an arrival; reserved discretion lets the mention be the only wake.
+    cli("set", "discretion", "reserved", "--mood", "lobby")
+    tokens = {h: cli("person", "token", h).out.strip() for h in ("ada", "otto")}
+    served = webserver.serve_process(cli.db_url, tmp_path, "--with-poller")
+    import httpx
+
+    wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
+             what="the poller's first cycle")
+    yield served, tokens, gate
+    open_gate(gate)
+    assert served.stop() == 0, served.log.read_text()
+
+
+class Watched:
+    """A browser page whose console errors and uncaught exceptions are collected."""
+
+    def __init__(self, context, shots):
+        self.page = context.new_page()
+        self.errors: list[str] = []
+        self.shots = shots
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def shot(self, name: str) -> None:
+        self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+
+
+def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site, tmp_path):
+    served, tokens, gate = site
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+
+    person = Watched(browser.new_context(viewport={"width": 1100, "height": 800}), shots)
+    page = person.page
+    page.goto(f"{served.url}/m/lobby")  # not signed in: sent to sign in first
+    page.wait_for_selector("#signin")
+    assert page.url == f"{served.url}/signin?next=/m/lobby"
+    person.shot("signin")
+    page.goto(f"{served.url}/signin#token={tokens['ada']}")  # the link `demo --serve` prints
+    page.wait_for_selector("#from-link:not([hidden])")
+    assert page.url == f"{served.url}/signin"  # the link alone signs nobody in
+    page.click("button:text('Sign in')")
+    page.wait_for_url(f"{served.url}/")
+    assert "#token" not in page.url and tokens["ada"] not in page.content()
+    person.shot("moods")
+    page.click("text=The lobby")
+    page.wait_for_selector("#mood[data-live='1']")  # the event stream is open
+    page.evaluate("window.sameDocument = true")  # gone if the page reloads
+    page.fill("#text", "hello @helper, <b>what's</b> new?")
+    page.click("button:text('Post')")
+    from playwright.sync_api import expect
+
+    # The page's CSP allows no eval, so waits use locators, never JavaScript strings.
+    expect(page.locator("#working")).to_have_text("helper is at work\u2026", timeout=120_000)
+    person.shot("mood-at-work")
+    open_gate(gate)
+    reply = page.wait_for_selector(".post.agent .text", timeout=120_000)
+    assert reply.inner_text() == "done when let go"
+    assert page.evaluate("window.sameDocument") is True
+    mine = page.locator(".post.person .text").last.inner_text()
+    assert mine == "hello @helper, <b>what's</b> new?"  # shown as typed, not as markup
+    assert page.locator(".post.agent .badge").first.inner_text().lower() == "agent"
+    expect(page.locator("#working")).to_have_text("", timeout=120_000)
+    person.shot("mood")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    person.shot("mood-phone")
+
+    operator = Watched(browser.new_context(color_scheme="dark"), shots)
+    op = operator.page
+    op.goto(f"{served.url}/signin#token={tokens['otto']}")
+    op.click("button:text('Sign in')")
+    op.wait_for_url(f"{served.url}/")
+    op.click("text=Agents")
+    op.wait_for_selector("td:text('helper')")
+    operator.shot("agents")
+    op.click("text=Wakes")
+    operator.shot("wakes")
+    op.click("table a")  # the newest wake
+    shown = op.inner_text("#wake-text")
+    told = wakes_seen(tmp_path)
+    assert len(told) == 1
+    assert shown.strip() == told[0]["text"].strip()
+    assert "hello @helper, <b>what's</b> new?" in shown
+    operator.shot("wake")
+    op.click("text=why helper in lobby")
+    op.wait_for_selector("#answer")
+    assert "woke" in op.inner_text("#answer")
+    operator.shot("why")
+    op.click("text=Dials")
+    assert "Source:" in op.inner_text("main")
+    operator.shot("dials")
+
+    assert person.errors == [] and operator.errors == []
+    assert {p.name for p in shots.iterdir()} == {
+        "signin.png", "moods.png", "mood-at-work.png", "mood.png", "mood-phone.png",
+        "agents.png", "wakes.png", "wake.png",
+        "why.png", "dials.png"}
+    keep = os.environ.get("KEEP_SCREENSHOTS")
+    if keep:  # a person's look at the pages: KEEP_SCREENSHOTS=DIR
+        shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+def test_the_mood_page_shows_what_a_claude_code_turn_is_doing(browser, cli, tmp_path):
+    """A Claude Code turn's progress beside "… is at work", live, and gone when it ends."""
+    from playwright.sync_api import expect
+
+    from support.fakes import write_claude
+
+    bindir = tmp_path / "bin"
+    write_claude(bindir, "work", reply="All read.")
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("set", "discretion", "reserved", "--mood", "lobby")  # opening the Mood wakes nobody
+    cli("agent", "add", "claude", "--claude-code", "--claude-bin", str(bindir / "claude"),
+        "--session-dir", str(tmp_path / "sessions"))
+    token = cli("person", "token", "ada").out.strip()
+    served = webserver.serve_process(cli.db_url, tmp_path, "--with-poller")
+    try:
+        import httpx
+
+        wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
+                 what="the poller's first cycle")
+        watched = Watched(browser.new_context(), tmp_path)
+        page = watched.page
+        page.goto(f"{served.url}/signin#token={token}")
+        page.click("button:text('Sign in')")
+        page.wait_for_url(f"{served.url}/")
+        page.goto(f"{served.url}/m/lobby")
+        page.wait_for_selector("#mood[data-live='1']")
+        page.fill("#text", "@claude please read the notes")
+        page.click("button:text('Post')")
+        expect(page.locator("#working")).to_have_text(
+            "claude is at work\u2026 (claude: using Read on notes.md)", timeout=120_000)
+        (bindir / "go-1").touch()
+        expect(page.locator("#working")).to_have_text(
+            "claude is at work\u2026 (claude: using Bash)", timeout=120_000)
+        (bindir / "go-2").touch()
+        expect(page.locator("#working")).to_have_text("", timeout=120_000)
+        assert page.locator(".post.agent .text").last.inner_text() == "All read."
+        assert "using" not in page.inner_text("#posts")  # nothing of it was posted
+        assert watched.errors == []
+    finally:
+        for name in ("go-1", "go-2"):
+            (bindir / name).touch()
+        assert served.stop() == 0, served.log.read_text()

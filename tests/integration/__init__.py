@@ -1,0 +1,1 @@
+"""Integration tests: real SQLite and PostgreSQL, the CLI in process, agents as subprocesses."""

@@ -1,0 +1,67 @@
+"""``config check``: every value's type and range, secrets never echoed, warnings about
+where secrets are kept, where each value came from, and ``--connect``.
+
+Here, the part on real databases with the CLI in process; the rest sits under the
+same name in the other layers.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+from support.cli import Cli
+from support.connect import SECRET, checks, connect_config, write
+from support.connect import fake  # noqa: F401  (fixtures)
+
+
+# -- --connect ----------------------------------------------------------------------------------
+
+def test_connect_reaches_everything_and_exits_0(cli, sqlite_url, tmp_path, fake, monkeypatch):
+    server = fake()
+    monkeypatch.setenv("MOOD_POLLER_SUMMARIZER_API_KEY", SECRET)
+    path = connect_config(tmp_path, server.host, f"http://{server.host}")
+    r = Cli(sqlite_url, str(path))("config", "check", "--connect")
+    found = checks(r.out)
+    assert found["database"].startswith("ok (") and "SELECT 1" in found["database"]
+    assert found["wiki"].startswith("ok (") and "revision 77" in found["wiki"]
+    assert found["summarizer"].startswith("ok (") and "HTTP 200" in found["summarizer"]
+    assert ("/v1/models", f"Bearer {SECRET}") in server.seen
+    assert any(p.startswith("/w/api.php?") and "Cryptograss%3AMoods%2FDials" in p
+               for p, _ in server.seen)
+    assert SECRET not in r.out + r.err
+    as_json = json.loads(Cli(sqlite_url, str(path))("config", "check", "--connect", "--json").out)
+    assert [(c["check"], c["status"]) for c in as_json["connect"]] == [
+        ("database", "ok"), ("wiki", "ok"), ("summarizer", "ok"), ("mail", "skipped")]
+
+
+def test_connect_skips_what_is_not_configured(cli, sqlite_url):
+    r = Cli(sqlite_url)("config", "check", "--connect")
+    found = checks(r.out)
+    assert found["database"].startswith("ok (")
+    assert found["wiki"].startswith("skipped (") and "wiki.site" in found["wiki"]
+    assert found["summarizer"].startswith("skipped (") and "extractive" in found["summarizer"]
+    assert found["mail"].startswith("skipped (") and "mail.host" in found["mail"]
+
+
+def test_connect_uses_the_configured_timeouts(tmp_path, sqlite_url, cli, fake):
+    server = fake("hang")
+    path = connect_config(tmp_path, server.host, f"http://{server.host}", timeout=0.3)
+    r = Cli(sqlite_url, str(path)).fails("config", "check", "--connect")
+    assert r.code == 75
+    found = checks(r.out)
+    assert found["database"].startswith("ok (")
+    # The request's own timeout or the bound around it, whichever fires first.
+    assert found["wiki"] in (f"failed: wiki {server.host} timed out",
+                             f"failed: wiki {server.host} gave no answer within 0.3s")
+    assert found["summarizer"] == f"failed: http://{server.host}/v1/models gave no answer within 0.3s"
+
+
+def test_connect_reports_a_refused_api_key(tmp_path, sqlite_url, cli, fake, monkeypatch):
+    server = fake("denied")
+    monkeypatch.setenv("MOOD_POLLER_SUMMARIZER_API_KEY", SECRET)
+    path = write(tmp_path, f"[summarizer]\nkind = \"llm\"\nmodel = \"m\"\n"
+                           f"url = \"http://{server.host}/v1\"\n")
+    r = Cli(sqlite_url, str(path)).fails("config", "check", "--connect")
+    assert r.code == 75
+    assert "HTTP 401" in checks(r.out)["summarizer"] and SECRET not in r.out + r.err

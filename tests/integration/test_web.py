@@ -1,0 +1,231 @@
+"""The web pages over uvicorn, with a real HTTP client keeping cookies as a browser does:
+signing in, the session cookie, CSRF on every form, posts shown inert, who sees what."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from support import webserver
+from support.webserver import csrf_of, signed_in
+
+
+@pytest.fixture
+def served(cli):
+    s = webserver.start(cli.db_url)
+    s.cli = cli
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    yield s
+    s.stop()
+
+
+def test_signing_in_sets_an_httponly_samesite_strict_session_cookie(served):
+    token = served.person("ada")
+    c = served.client(follow_redirects=False)
+    form = c.get("/signin")
+    r = c.post("/signin", data={"token": token, "csrf": csrf_of(form.text)})
+    cookie = [h for h in r.headers.get_list("set-cookie") if h.startswith("mp_session=")][0]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    assert token not in cookie
+    page = c.get("/")
+    assert page.status_code == 200 and "The lobby" in page.text
+    assert token not in page.text
+
+
+def test_pages_send_a_strict_content_security_policy(served):
+    r = served.client().get("/signin")
+    assert "script-src 'self'" in r.headers["content-security-policy"]
+    assert r.headers["x-frame-options"] == "DENY"
+
+
+def test_a_wrong_token_and_a_forged_sign_in_form_are_refused(served):
+    token = served.person("ada")
+    c = served.client(follow_redirects=False)
+    form = c.get("/signin")
+    bad = c.post("/signin", data={"token": "mpt_wrong", "csrf": csrf_of(form.text)})
+    assert bad.status_code == 401 and "unknown or was revoked" in bad.text
+    forged = served.client(follow_redirects=False).post("/signin", data={"token": token})
+    assert forged.status_code == 403 and "CSRF" in forged.text
+    assert "mp_session" not in forged.headers.get("set-cookie", "")
+
+
+def test_without_a_session_pages_send_you_to_sign_in(served):
+    r = served.client(follow_redirects=False).get("/m/lobby")
+    assert r.status_code == 303 and r.headers["location"] == "/signin?next=/m/lobby"
+
+
+def test_opening_a_mood_records_a_sign_in_and_shows_the_conversation(served):
+    c = signed_in(served, served.person("ada"))
+    served.client(served.tokens["ada"]).post("/api/v1/moods/lobby/posts", json={"text": "first"})
+    page = c.get("/m/lobby")
+    assert page.status_code == 200 and "first" in page.text
+    assert 'data-slug="lobby"' in page.text
+    assert "ada" in served.cli("posts", "lobby").out
+    from poller.models import SignIn
+    import sqlalchemy as sa
+
+    with served.store.reading() as s:
+        rows = s.execute(sa.select(SignIn.label, SignIn.mood_id)).all()
+    assert [r.label for r in rows] == ["web"]
+
+
+def test_a_form_without_its_csrf_token_is_refused_and_writes_nothing(served):
+    c = signed_in(served, served.person("ada"))
+    page = c.get("/m/lobby")
+    forged = c.post("/m/lobby/posts", data={"text": "forged"})
+    assert forged.status_code == 403
+    wrong = c.post("/m/lobby/posts", data={"text": "forged", "csrf": "0" * 64})
+    assert wrong.status_code == 403
+    assert served.store.posts("lobby") == []
+    ok = c.post("/m/lobby/posts", data={"text": "real", "csrf": csrf_of(page.text)})
+    assert ok.status_code == 303
+    assert [p.text for p in served.store.posts("lobby")] == ["real"]
+    # Another session's token is no good here either.
+    other = signed_in(served, served.tokens["ada"])
+    assert other.post("/m/lobby/posts", data={"text": "x", "csrf": csrf_of(page.text)}
+                      ).status_code == 403
+
+
+def test_the_api_refuses_a_cookie_write_without_the_csrf_header(served):
+    c = signed_in(served, served.person("ada"))
+    r = c.post("/api/v1/moods/lobby/posts", json={"text": "via cookie"})
+    assert r.status_code == 403 and r.json()["error"] == "csrf"
+    assert served.store.posts("lobby") == []
+
+
+def test_a_post_containing_script_is_shown_inert(served):
+    token = served.person("ada")
+    evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    served.client(token).post("/api/v1/moods/lobby/posts", json={"text": evil})
+    page = signed_in(served, token).get("/m/lobby").text
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
+
+
+def test_trust_none_reads_but_has_no_post_box_and_its_posts_are_refused(served):
+    c = signed_in(served, served.person("nell", "none"))
+    page = c.get("/m/lobby")
+    assert page.status_code == 200 and 'id="compose"' not in page.text
+    r = c.post("/m/lobby/posts", data={"text": "hi", "csrf": csrf_of(page.text)})
+    assert r.status_code == 403 and served.store.posts("lobby") == []
+
+
+def test_operator_pages_need_the_operator_role(served):
+    look = signed_in(served, served.person("lou", "look"))
+    for path in ["/ops/agents", "/ops/wakes", "/ops/why", "/ops/dials"]:
+        assert look.get(path).status_code == 403, path
+    page = look.get("/m/lobby")
+    r = look.post("/ops/scram", data={"confirm": "stop", "csrf": csrf_of(page.text)})
+    assert r.status_code == 403
+    assert "EMERGENCY" not in served.cli("status").out
+
+
+def test_the_scram_button_needs_its_confirmation(served):
+    op = signed_in(served, served.person("otto", "full", operator=True))
+    page = op.get("/ops/agents")
+    assert page.status_code == 200 and 'id="scram"' in page.text
+    csrf = csrf_of(page.text)
+    assert op.post("/ops/scram", data={"csrf": csrf}).status_code == 400
+    assert "EMERGENCY" not in served.cli("status").out
+    assert op.post("/ops/scram", data={"csrf": csrf, "confirm": "stop"}).status_code == 303
+    assert "EMERGENCY STOP set by otto" in served.cli("status").out
+    assert "Lift the emergency stop" in op.get("/ops/agents").text
+    assert op.post("/ops/scram", data={"csrf": csrf, "action": "lift"}).status_code == 303
+    assert "EMERGENCY" not in served.cli("status").out
+
+
+def test_operator_pages_render(served, tmp_path):
+    from support.agents import agent_command
+
+    served.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
+    op = signed_in(served, served.person("otto", "full", operator=True))
+    assert "helper" in op.get("/ops/agents").text
+    assert "No wakes match" in op.get("/ops/wakes?kind=mention").text
+    why = op.get("/ops/why?agent=helper&mood=lobby")
+    assert why.status_code == 200 and 'id="answer"' in why.text
+    dials = op.get("/ops/dials")
+    assert "Source:" in dials.text and "discretion" in dials.text
+    assert op.get("/ops/wakes/12345").status_code == 404
+
+
+def test_revoking_the_token_ends_its_sessions(served):
+    c = signed_in(served, served.person("ada"))
+    assert c.get("/").status_code == 200
+    served.cli("person", "token", "ada", "--revoke")
+    r = c.get("/")
+    assert r.status_code == 303 and r.headers["location"].startswith("/signin")
+
+
+def test_signing_out_ends_the_session(served):
+    c = signed_in(served, served.person("ada"))
+    page = c.get("/")
+    assert c.post("/signout", data={"csrf": csrf_of(page.text)}).status_code == 303
+    assert c.get("/").status_code == 303
+
+
+def test_after_sign_in_only_local_paths_are_followed(served):
+    token = served.person("ada")
+    c = served.client(follow_redirects=False)
+    form = c.get("/signin")
+    r = c.post("/signin", data={"token": token, "csrf": csrf_of(form.text),
+                                "next": "//evil.example/"})
+    assert r.headers["location"] == "/"
+
+
+def test_static_files_are_served_by_the_app(served):
+    c = served.client()
+    assert "prefers-color-scheme: dark" in c.get("/static/style.css").text
+    assert "EventSource" in c.get("/static/mood.js").text
+
+
+def test_agents_replies_silent_dots_and_notices_are_marked(served):
+    served.cli("agent", "add", "helper", "--command", "cat")
+    token = served.person("ada")
+    store = served.store
+    store.add_post("lobby", "helper", "here is the answer", webserver.T0)
+    store.add_post("lobby", "helper", "nothing to add <yet>", webserver.T0, kind="silent")
+    store.add_post("lobby", "helper", "@helper's settings block was refused", webserver.T0,
+                   kind="system")
+    page = signed_in(served, token).get("/m/lobby").text
+    assert re.search(r'<li class="post agent"[^>]*>\s*<div class="meta"><span class="sender">'
+                     r'helper</span> <span class="badge">agent</span>', page)
+    assert 'class="post silent"' in page
+    assert 'title="helper stayed silent: nothing to add &lt;yet&gt;"' in page
+    assert re.search(r'class="post notice system".*settings block was refused', page)
+
+
+def test_earlier_posts_are_a_page_away_and_that_page_is_not_live(served):
+    from poller.web.pages import POSTS_SHOWN
+
+    token = served.person("ada")
+    ids = served.store.add_posts([("lobby", "ada", f"post {n}", webserver.T0)
+                                  for n in range(POSTS_SHOWN + 5)])
+    c = signed_in(served, token)
+    latest = c.get("/m/lobby").text
+    assert f"post {POSTS_SHOWN + 4}" in latest and ">post 4<" not in latest
+    link = re.search(r'href="(/m/lobby\?before=(\d+))" id="earlier"', latest)
+    assert link and int(link.group(2)) == ids[5]
+    earlier = c.get(link.group(1)).text
+    assert ">post 0<" in earlier and ">post 4<" in earlier and ">post 5<" not in earlier
+    assert 'data-static="1"' in earlier and 'id="compose"' not in earlier
+    assert c.get("/m/lobby?before=x").status_code == 400
+    from poller.models import SignIn
+    import sqlalchemy as sa
+
+    with served.store.reading() as s:  # only opening the live page is an arrival
+        assert s.scalar(sa.select(sa.func.count()).select_from(SignIn)) == 1
+
+
+def test_the_agents_page_shows_each_agent_s_load_last_turn_and_latest_decision(served, tmp_path):
+    from support.agents import agent_command
+
+    served.cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
+    served.cli("tick")
+    served.cli("person", "add", "ada", "--trust", "full")
+    served.cli("post", "lobby", "--as", "ada", "@helper hello")
+    served.cli("tick", "--wait")
+    op = signed_in(served, served.person("otto", "full", operator=True))
+    page = op.get("/ops/agents").text
+    assert "mention in lobby: replied" in page
+    assert "mention in lobby: woke" in page
