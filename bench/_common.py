@@ -189,4 +189,4 @@ def settle(store: Store, wake_ids: Iterable[int], now: dt.datetime, reply: str =
 
     for wake_id in wake_ids:
         if turns.claim(store, wake_id, now, os.getpid()) is not None:
-            settling.settle_outcome(store, wake_id, wakers.Outcome("replied", reply=reply), now)
+            settling.settle_outcome(store, wake_id, wakers.TurnResult("replied", reply=reply), now)

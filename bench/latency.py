@@ -68,11 +68,11 @@ def first_cycle_done(store) -> bool:
 
 def replies(store, posted: dict[int, float]) -> dict[int, float]:
     """Seconds from each answered mention's commit to its agent reading the wake."""
-    q = (sa.select(models.WakePost.post_id, Post.text)
-         .select_from(models.WakePost)
-         .join(Wake, Wake.id == models.WakePost.wake_id)
+    q = (sa.select(models.WakeAnswer.post_id, Post.text)
+         .select_from(models.WakeAnswer)
+         .join(Wake, Wake.id == models.WakeAnswer.wake_id)
          .join(Post, Post.id == Wake.reply_post_id)
-         .where(models.WakePost.post_id.in_(list(posted))))
+         .where(models.WakeAnswer.post_id.in_(list(posted))))
     with store.reading() as s:
         out = {}
         for post_id, reply in s.execute(q):

@@ -60,7 +60,7 @@ def verdict(value: float, target: float) -> str:
 
 def answered(store) -> int:
     with store.reading() as s:
-        return s.scalar(sa.select(sa.func.count()).select_from(models.WakePost)) or 0
+        return s.scalar(sa.select(sa.func.count()).select_from(models.WakeAnswer)) or 0
 
 
 def once(db: str | None, posts: int, moods: int) -> dict:

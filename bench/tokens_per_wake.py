@@ -62,7 +62,7 @@ from poller.wake import lines as wake_lines
 from poller.turns import settling, wakers
 from poller.kinds import WakeKind  # noqa: E402
 from poller.store import cycle, facts, turns  # noqa: E402
-from poller.models import Decision, Participant, Wake, WakePost  # noqa: E402
+from poller.models import DecisionRow, Participant, Wake, WakeAnswer  # noqa: E402
 
 DAY0 = dt.datetime(2026, 3, 2, 0, 0, tzinfo=dt.timezone.utc)
 MOODS = 40
@@ -102,7 +102,7 @@ class InstantLauncher(_common.ListLauncher):
         else:
             reply = "<silent>nothing to add</silent>"
         session = f"{claimed.agent.handle}-in-{claimed.mood}" if self.sessions else None
-        settling.settle_outcome(self.store, wake_id, wakers.Outcome("replied", reply, session=session),
+        settling.settle_outcome(self.store, wake_id, wakers.TurnResult("replied", reply, session=session),
                              now + dt.timedelta(seconds=5))
 
 
@@ -196,13 +196,13 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
     poller.release()
     with store.reading() as s:
         rows = s.execute(sa.select(Wake.kind, Wake.prompt_tokens)).all()
-        floors = s.execute(sa.select(sa.func.coalesce(sa.func.sum(Decision.count), 0))
-                           .where(Decision.reason.like("floor-taken-by-%"))).scalar()
+        floors = s.execute(sa.select(sa.func.coalesce(sa.func.sum(DecisionRow.count), 0))
+                           .where(DecisionRow.reason.like("floor-taken-by-%"))).scalar()
         screened = s.execute(sa.select(sa.func.count()).where(
-            Decision.reason == "screened-out")).scalar()
-        answered = s.execute(sa.select(WakePost.post_id, Participant.handle, Wake.text)
-                             .join(Wake, Wake.id == WakePost.wake_id)
-                             .join(Participant, Participant.id == WakePost.agent_id)).all()
+            DecisionRow.reason == "screened-out")).scalar()
+        answered = s.execute(sa.select(WakeAnswer.post_id, Participant.handle, Wake.text)
+                             .join(Wake, Wake.id == WakeAnswer.wake_id)
+                             .join(Participant, Participant.id == WakeAnswer.agent_id)).all()
     store.engine.dispose()
     shown = {(post_id, handle): text for post_id, handle, text in answered}
     missed = sum(1 for post_id, agent, body in mentions

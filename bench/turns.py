@@ -31,7 +31,7 @@ from _common import REPO
 import sqlalchemy as sa  # noqa: E402
 
 from poller import text  # noqa: E402
-from poller.models import Cursor, Owed, Wake, WakePost  # noqa: E402
+from poller.models import Cursor, Owed, Wake, WakeAnswer  # noqa: E402
 
 MOODS, PER_MOOD = 50, 20
 DEADLINE_S = 25 * 60
@@ -59,7 +59,7 @@ def tree_rss_kb(pid: int) -> int:
 def counts(store) -> tuple[int, int, int]:
     """(answers recorded, mentions still owed, wakes)."""
     with store.reading() as s:
-        answered = s.scalar(sa.select(sa.func.count()).select_from(WakePost))
+        answered = s.scalar(sa.select(sa.func.count()).select_from(WakeAnswer))
         owed = s.scalar(sa.select(sa.func.count()).select_from(Owed))
         wakes = s.scalar(sa.select(sa.func.count()).select_from(Wake))
     return answered, owed, wakes

@@ -19,7 +19,7 @@ class ChatError(errors.PollerError):
 
 
 @dataclass(frozen=True)
-class Reply:
+class ChatAnswer:
     text: str
     prompt_tokens: Optional[int] = None  # as the endpoint reports them, if it does
     completion_tokens: Optional[int] = None
@@ -33,7 +33,7 @@ def endpoint(url: str) -> str:
 
 
 def complete(url: str, api_key: str, timeout: float, body: dict, *, what: str,
-             client: Optional[httpx.Client] = None) -> Reply:
+             client: Optional[httpx.Client] = None) -> ChatAnswer:
     """POST *body*; the reply's text and token counts.  Raises ChatError naming *what*."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
@@ -46,7 +46,7 @@ def complete(url: str, api_key: str, timeout: float, body: dict, *, what: str,
         response.raise_for_status()
         data = response.json()
         usage = data.get("usage") or {}
-        return Reply(data["choices"][0]["message"]["content"] or "",
+        return ChatAnswer(data["choices"][0]["message"]["content"] or "",
                      usage.get("prompt_tokens"), usage.get("completion_tokens"))
     except httpx.TimeoutException as exc:
         raise ChatError(f"{what} timed out after {timeout:g}s") from exc

@@ -44,7 +44,7 @@ SETTINGS = (
 
 
 @dataclass(frozen=True)
-class Step:
+class Scene:
     """At *seconds* after T0: a post (who, mood, text), a sign-in (text None), or a cycle only."""
 
     seconds: float
@@ -56,20 +56,20 @@ class Step:
 
 
 SCRIPT = (
-    Step(0, note="first cycle: a new deployment starts from now"),
-    Step(60, "ada", "lobby", "@helper what time is the build review tomorrow?",
+    Scene(0, note="first cycle: a new deployment starts from now"),
+    Scene(60, "ada", "lobby", "@helper what time is the build review tomorrow?",
          note="a mention"),
-    Step(65),
-    Step(120, "bob", "garden", "the tomatoes are finally ripe"),
-    Step(125, "cy", "garden", "does anyone know when to pick basil?"),
-    Step(130, note="chatter not settled yet (consider_after is 10 s): nothing due"),
-    Step(140, note="a consider: people talked in the garden without naming anyone"),
-    Step(200, "cy", "studio", "@helper @scout can one of you check the mixing notes?",
+    Scene(65),
+    Scene(120, "bob", "garden", "the tomatoes are finally ripe"),
+    Scene(125, "cy", "garden", "does anyone know when to pick basil?"),
+    Scene(130, note="chatter not settled yet (consider_after is 10 s): nothing due"),
+    Scene(140, note="a consider: people talked in the garden without naming anyone"),
+    Scene(200, "cy", "studio", "@helper @scout can one of you check the mixing notes?",
          note="one post asks both agents"),
-    Step(205),
-    Step(700, note="the lobby has been quiet for 10 minutes: a quiet look"),
-    Step(800, "dee", "lobby", signin=True, note="dee signs in to the lobby: an arrival"),
-    Step(801),
+    Scene(205),
+    Scene(700, note="the lobby has been quiet for 10 minutes: a quiet look"),
+    Scene(800, "dee", "lobby", signin=True, note="dee signs in to the lobby: an arrival"),
+    Scene(801),
 )
 
 

@@ -291,7 +291,7 @@ class Wake(Base):
     progress: Mapped[Optional[str]] = mapped_column(String(200))
 
 
-class WakePost(Base):
+class WakeAnswer(Base):
     """The posts a wake answers: unique per agent, so no post is answered twice."""
 
     __tablename__ = "wake_posts"
@@ -302,7 +302,7 @@ class WakePost(Base):
     agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
 
 
-class Decision(Base):
+class DecisionRow(Base):
     """What ``decide`` said about one (agent, Mood, kind), with a reason code."""
 
     __tablename__ = "decisions"

@@ -116,7 +116,7 @@ def parts(agent, absence, kind: str, judges: tuple[str, ...], now: dt.datetime) 
     cat = catalog.of(agent)
     if cat is None:
         return {}
-    return {"activities": tuple(compose.Activity(e.id, e.label, *e.duration, e.reachable)
+    return {"activities": tuple(compose.ActivityOffer(e.id, e.label, *e.duration, e.reachable)
                                 for e in cat.entries)}
 
 
@@ -132,5 +132,5 @@ presence.register(presence.Presence(
     window=absences.window, recorded=recorded))
 # Called back before any block is applied, so an away block in the same reply
 # starts a new absence rather than finding the old one still on.
-blocks.register_hook(blocks.Hook("called-back", replies.come_back_if_called, rank=0))
+blocks.register_hook(blocks.ReplyHook("called-back", replies.come_back_if_called, rank=0))
 blocks.register(blocks.Kind("away", replies.away_block, replies.apply_away, rank=60))

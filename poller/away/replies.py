@@ -25,12 +25,12 @@ AWAY_KEYS = ("activity", "note")
 
 
 @dataclass(frozen=True)
-class Away:
+class AwayBlock:
     activity: str  # an id of the agent's catalog (checked when applied)
     note: str = ""  # why it goes: seeds its account when it is back
 
 
-def away_block(body: list[str]) -> Away:
+def away_block(body: list[str]) -> AwayBlock:
     """An away block's ``activity:`` (required) and ``note:`` (optional) lines."""
     head: dict[str, str] = {}
     for key, value in blocks.pairs(body, "away"):
@@ -48,7 +48,7 @@ def away_block(body: list[str]) -> Away:
     note = head.get("note", "").strip()
     if len(note) > blocks.MAX_NOTE_CHARS:
         raise blocks.Refuse(f"note is {len(note)} characters; the limit is {blocks.MAX_NOTE_CHARS}")
-    return Away(activity, note)
+    return AwayBlock(activity, note)
 
 
 def _entry(agent, activity: str):
@@ -69,7 +69,7 @@ def _entry(agent, activity: str):
     return (entry, cat), ""
 
 
-def apply_away(s, counter, turn: turns.Ending, block: Away, now: dt.datetime) -> str:
+def apply_away(s, counter, turn: turns.Ending, block: AwayBlock, now: dt.datetime) -> str:
     """Start the absence the block asks for, after the reply just posted (its goodbye);
     or the reason it is refused.  The duration is rolled from the catalog entry."""
     cycle.lock_agent(s, turn.agent_id)  # one absence at a time, whichever turn asks first

@@ -194,15 +194,15 @@ def tools_for(s, spec: kinds.KindSpec, answers: list[int]) -> str:
     return Tools.LOOK
 
 
-def compose_text(ctx: Context, draft: Draft) -> compose.Wake:
+def compose_text(ctx: Context, draft: Draft) -> compose.ComposedWake:
     """Render the wake: templates, catch-up and summary. Runs with no transaction open."""
     if draft.command:
-        return compose.Wake(draft.command, ctx.counter.count(draft.command), 0, 0, 0, 0, "none")
+        return compose.ComposedWake(draft.command, ctx.counter.count(draft.command), 0, 0, 0, 0, "none")
     return compose.compose(draft.request, config=ctx.config.wake, counter=ctx.counter,
                            summarizer=ctx.summarizer)
 
 
-def record(ctx: Context, s, draft: Draft, wake: compose.Wake, now: dt.datetime,
+def record(ctx: Context, s, draft: Draft, wake: compose.ComposedWake, now: dt.datetime,
            report: TickReport) -> Optional[Planned]:
     """Record the wake if nothing changed since it was decided; None if something did."""
     pair = (draft.agent.id, draft.mood.id)

@@ -419,9 +419,9 @@ class Poller:
         except Exception as exc:
             log.debug("beat not recorded: %s", exc, extra={"action": "beat_failed"})
 
-    def listen_for_commits(self) -> bell.Listener:
+    def listen_for_commits(self) -> bell.CommitListener:
         """Have other processes' commits ring this process's bell (see poller.store.bell)."""
-        listener = bell.Listener()
+        listener = bell.CommitListener()
         url = self.store.engine.url
         if self.store.dialect == "postgresql":
             listener.listen_postgresql(url)

@@ -30,4 +30,4 @@ blocks.register(blocks.Kind("contact", replies.contact_block,
                             without_block=frozenset({WakeKind.CHECKIN_CONTACT})))
 # After a checkin block has counted (a check-in closes the streak the notice
 # would otherwise plan a grace for), before the core's blocks.
-blocks.register_hook(blocks.Hook("notice-confirmed", replies.confirm_notice, rank=35))
+blocks.register_hook(blocks.ReplyHook("notice-confirmed", replies.confirm_notice, rank=35))

@@ -65,7 +65,7 @@ class Screen:
             shown.append(lines.prefix(post, now) + lines.quote(text))
         return "\n".join(reversed(shown))
 
-    def _spent(self, body: dict, reply: chat.Reply) -> int:
+    def _spent(self, body: dict, reply: chat.ChatAnswer) -> int:
         if reply.prompt_tokens is not None:
             return reply.prompt_tokens + (reply.completion_tokens or 0)
         text = "".join(m["content"] for m in body["messages"])

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from poller.kinds import AbsenceStatus, ParticipantKind, PingKind, PostKind, Trust, WakeKind
 from poller.models import (Activity, ActivityPing, CatchUpMark, Mention, Mood, Owed,
-                           Participant, Post, Wake, WakePost)
+                           Participant, Post, Wake, WakeAnswer)
 from poller.store import cycle, ops
 from poller.store.core import insert_post
 
@@ -273,8 +273,8 @@ def _missed_pings(s: Session, row: Activity, now: dt.datetime) -> int:
     """The pings noted while out, with those a scan of the posts since it left finds
     (deduplicated): mentions of it by anyone who may wake it, not answered, not owed."""
     conn, m, p, who = s.connection(), Mention.__table__, Post.__table__, Participant.__table__
-    answered = sa.select(WakePost.post_id).where(WakePost.agent_id == row.agent_id,
-                                                 WakePost.post_id == p.c.id)
+    answered = sa.select(WakeAnswer.post_id).where(WakeAnswer.agent_id == row.agent_id,
+                                                 WakeAnswer.post_id == p.c.id)
     owed = sa.select(Owed.post_id).where(Owed.agent_id == row.agent_id, Owed.post_id == p.c.id)
     kept = sa.select(PINGS.c.post_id).where(PINGS.c.activity_id == row.id,
                                             PINGS.c.post_id == p.c.id)

@@ -117,7 +117,7 @@ def committed(sqlite_file: Optional[str] = None) -> None:
         s.sendto(b"", sqlite_address(sqlite_file))
 
 
-class Listener:
+class CommitListener:
     """Rings :data:`BELL` when another process commits: the loop's side."""
 
     def __init__(self) -> None:

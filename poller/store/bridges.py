@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from poller import errors, text
 from poller.kinds import ParticipantKind, Trust, WakeStatus
 from poller.models import (Agent, BridgeEvent, BridgeLink, Mood, OutboxItem, Owed, Participant,
-                           Post, SignIn, Wake, WakePost, Webhook)
+                           Post, SignIn, Wake, WakeAnswer, Webhook)
 from poller.store.core import Store, check_new_mood, insert_post, new_mood
 
 REMOVED = "[this post was removed]"
@@ -330,8 +330,8 @@ def reply_target(store: Store, bridge: str, wake_id: Optional[int]) -> Optional[
         return None
     with store.reading() as s:
         q = (sa.select(BridgeEvent.external_id, BridgeEvent.thread)
-             .join(WakePost, WakePost.post_id == BridgeEvent.post_id)
-             .where(WakePost.wake_id == wake_id, BridgeEvent.bridge == bridge)
+             .join(WakeAnswer, WakeAnswer.post_id == BridgeEvent.post_id)
+             .where(WakeAnswer.wake_id == wake_id, BridgeEvent.bridge == bridge)
              .order_by(BridgeEvent.post_id.desc(), BridgeEvent.id).limit(1))
         row = s.execute(q).first()
         return ReplyTarget(row.external_id, row.thread) if row else None

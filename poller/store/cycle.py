@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from poller import settings
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
-from poller.models import (Agent, Cursor, Decision, Flag, Lease, Listener, Mention, Mood,
-                           Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakePost)
+from poller.models import (Agent, Cursor, DecisionRow, Flag, Lease, Listener, Mention, Mood,
+                           Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakeAnswer)
 from poller import procs
 from poller.store import outbox
 from poller.procs import pid_alive
@@ -390,7 +390,7 @@ def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, 
         created_at=now, text=text, prompt_tokens=prompt_tokens, dial_source=dial_source,
         about_id=about_id, seen_id=seen_id, host=procs.HOST, error="")).inserted_primary_key[0]
     if answers:
-        conn.execute(sa.insert(WakePost.__table__),
+        conn.execute(sa.insert(WakeAnswer.__table__),
                      [dict(wake_id=wake_id, post_id=p, agent_id=agent_id) for p in answers])
         conn.execute(sa.delete(Owed.__table__).where(Owed.__table__.c.agent_id == agent_id,
                                                      Owed.__table__.c.post_id.in_(answers)))
@@ -398,7 +398,7 @@ def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, 
 
 
 def answers(s: Session, wake_id: int) -> list[int]:
-    q = sa.select(WakePost.post_id).where(WakePost.wake_id == wake_id).order_by(WakePost.post_id)
+    q = sa.select(WakeAnswer.post_id).where(WakeAnswer.wake_id == wake_id).order_by(WakeAnswer.post_id)
     return list(s.scalars(q))
 
 
@@ -414,7 +414,7 @@ def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome:
     Returns True when the decision is new (so a caller logs it once, not each cycle).
     A decision that woke the agent is always new.
     """
-    d, conn = Decision.__table__, s.connection()
+    d, conn = DecisionRow.__table__, s.connection()
     if wake_id is None and merge:
         last = conn.execute(_LATEST_DECISION, {"a": agent_id, "m": mood_id, "k": kind}).first()
         if last is not None and last.wake_id is None and (last.outcome, last.reason) == (outcome, reason):
@@ -429,24 +429,24 @@ def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome:
     return True
 
 
-_D = Decision.__table__
+_D = DecisionRow.__table__
 _LATEST_DECISION = (sa.select(_D.c.id, _D.c.outcome, _D.c.reason, _D.c.wake_id)
                     .where(_D.c.agent_id == sa.bindparam("a"), _D.c.mood_id == sa.bindparam("m"),
                            _D.c.kind == sa.bindparam("k"))
                     .order_by(_D.c.id.desc()).limit(1))
 
 
-def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, Decision]:
+def latest_decisions(s: Session, agent_id: int, mood_id: int) -> dict[str, DecisionRow]:
     """The newest decision of each kind weighed for the pair (the service's own kinds in
     their order, then any other kind declared)."""
     out = {}
-    weighed = set(s.scalars(sa.select(Decision.kind).where(
-        Decision.agent_id == agent_id, Decision.mood_id == mood_id).distinct()))
+    weighed = set(s.scalars(sa.select(DecisionRow.kind).where(
+        DecisionRow.agent_id == agent_id, DecisionRow.mood_id == mood_id).distinct()))
     order = {k: i for i, k in enumerate(WakeKind)}
     for kind in sorted(weighed, key=lambda k: (order.get(k, len(order)), k)):
-        q = (sa.select(Decision).where(Decision.agent_id == agent_id, Decision.mood_id == mood_id,
-                                       Decision.kind == kind)
-             .order_by(Decision.id.desc()).limit(1))
+        q = (sa.select(DecisionRow).where(DecisionRow.agent_id == agent_id, DecisionRow.mood_id == mood_id,
+                                       DecisionRow.kind == kind)
+             .order_by(DecisionRow.id.desc()).limit(1))
         row = s.scalar(q)
         if row is not None:
             out[kind] = row
@@ -586,19 +586,19 @@ def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int, limit: int) 
 
 
 @dataclass(frozen=True)
-class Sender:
+class SenderTrust:
     kind: str
     trust: str
 
 
-def senders(s: Session, post_ids: list[int]) -> list[Sender]:
+def senders(s: Session, post_ids: list[int]) -> list[SenderTrust]:
     """The kind and trust of whoever sent each of *post_ids*."""
     if not post_ids:
         return []
     who = Participant.__table__
     q = (sa.select(who.c.kind, who.c.trust).join(_P, _P.c.sender_id == who.c.id)
          .where(_P.c.id.in_(post_ids)))
-    return [Sender(kind, trust) for kind, trust in s.connection().execute(q)]
+    return [SenderTrust(kind, trust) for kind, trust in s.connection().execute(q)]
 
 
 def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt.datetime,

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller.kinds import FINISHED, IN_FLIGHT, PostKind, WakeKind, WakeStatus
-from poller.models import (Agent, Decision, Listener, Mood, Owed, Participant, Post,
+from poller.models import (Agent, DecisionRow, Listener, Mood, Owed, Participant, Post,
                            UTCDateTime, Wake)
 from poller.store import away as absences
 from poller.values import MoodInfo
@@ -338,7 +338,7 @@ def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime, screening: b
             considers.setdefault((agent_id, mood_id), []).append(at)
     # A consider the screen turned away spent a consider too (each is its own row):
     # the screen is asked no more often than the agent would have been woken.
-    d = Decision.__table__
+    d = DecisionRow.__table__
     screened = sa.select(d.c.agent_id, d.c.mood_id, d.c.at).where(
         sa.tuple_(d.c.agent_id, d.c.mood_id).in_(list(batch.listeners)),
         d.c.kind == WakeKind.CONSIDER, d.c.reason == SCREENED_OUT, d.c.at > now - HOUR)
@@ -389,7 +389,7 @@ def _calm(conn, batch: Batch, now: dt.datetime, screening: bool) -> None:
                     if l.consider_from_id and l.consider_due_at and l.consider_due_at <= now})
     if not moods:
         return
-    w, d = Wake.__table__, Decision.__table__
+    w, d = Wake.__table__, DecisionRow.__table__
     q = (sa.select(w.c.mood_id, w.c.kind, w.c.status, w.c.finished_at)
          .where(w.c.mood_id.in_(moods), w.c.status.in_(FINISHED),
                 w.c.created_at > now - CALM_WINDOW))
@@ -421,7 +421,7 @@ def _aware(at) -> dt.datetime:
 def _latest(conn, pairs: list[Pair]) -> dict[tuple[int, int, str], Latest]:
     if not pairs:
         return {}
-    d = Decision.__table__
+    d = DecisionRow.__table__
     newest = (sa.select(sa.func.max(d.c.id))
               .where(sa.tuple_(d.c.agent_id, d.c.mood_id).in_(pairs))
               .group_by(d.c.agent_id, d.c.mood_id, d.c.kind))
@@ -431,10 +431,10 @@ def _latest(conn, pairs: list[Pair]) -> dict[tuple[int, int, str], Latest]:
             for r in conn.execute(q)}
 
 
-_REPEAT_DECISION = (sa.update(Decision.__table__)
-                    .where(Decision.__table__.c.id == sa.bindparam("k_id"))
+_REPEAT_DECISION = (sa.update(DecisionRow.__table__)
+                    .where(DecisionRow.__table__.c.id == sa.bindparam("k_id"))
                     .values(last_at=sa.bindparam("last_at"), next_due=sa.bindparam("next_due"),
-                            count=Decision.__table__.c.count + 1))
+                            count=DecisionRow.__table__.c.count + 1))
 
 
 def write(s: Session, batch: Batch, skip: Iterable[Pair] = ()) -> None:
@@ -453,4 +453,4 @@ def write(s: Session, batch: Batch, skip: Iterable[Pair] = ()) -> None:
                 at=now, last_at=now, count=1)
            for d in batch.decisions if d["id"] is None]
     if new:
-        conn.execute(sa.insert(Decision.__table__), new)
+        conn.execute(sa.insert(DecisionRow.__table__), new)

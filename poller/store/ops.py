@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, Trust
-from poller.models import Agent, Decision, Listener, Mention, Mood, Owed, Participant, Post, Wake
+from poller.models import Agent, DecisionRow, Listener, Mention, Mood, Owed, Participant, Post, Wake
 from poller.store import cycle
 
 
@@ -181,10 +181,10 @@ def agent_states(s: Session, per_agent: int = 10) -> dict[int, AgentState]:
             .order_by(Listener.due_at).limit(per_agent))]
         w = s.scalar(sa.select(Wake).where(Wake.agent_id == a.id, Wake.finished_at.is_not(None))
                      .order_by(Wake.finished_at.desc(), Wake.id.desc()).limit(1))
-        d = s.execute(sa.select(Decision.mood_id, Decision.kind, Decision.outcome, Decision.reason,
-                                Decision.last_at)
-                      .where(Decision.agent_id == a.id)
-                      .order_by(Decision.last_at.desc(), Decision.id.desc()).limit(1)).first()
+        d = s.execute(sa.select(DecisionRow.mood_id, DecisionRow.kind, DecisionRow.outcome, DecisionRow.reason,
+                                DecisionRow.last_at)
+                      .where(DecisionRow.agent_id == a.id)
+                      .order_by(DecisionRow.last_at.desc(), DecisionRow.id.desc()).limit(1)).first()
         out[a.id] = AgentState(
             due, _record(s, w, handles, slugs) if w is not None else None,
             None if d is None else {"mood": slugs.get(d.mood_id), "kind": d.kind,

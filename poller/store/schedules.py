@@ -59,7 +59,7 @@ def slugs(s: Session, ids: set[int]) -> dict[int, str]:
 
 
 @dataclass(frozen=True)
-class Load:
+class PairLoad:
     """What the law needs to know of an agent's turns to weigh a scheduled wake."""
 
     busy_here: bool
@@ -67,12 +67,12 @@ class Load:
     woke: tuple[dt.datetime, ...]
 
 
-def load(s: Session, agent_id: int, mood_id_: int, now: dt.datetime) -> Load:
+def load(s: Session, agent_id: int, mood_id_: int, now: dt.datetime) -> PairLoad:
     flying = s.execute(sa.select(Wake.mood_id).where(Wake.agent_id == agent_id,
                                                      Wake.status.in_(IN_FLIGHT))).scalars().all()
     woke = s.execute(sa.select(Wake.created_at).where(
         Wake.agent_id == agent_id, Wake.created_at > now - dt.timedelta(hours=1))).scalars().all()
-    return Load(mood_id_ in flying, len(flying), tuple(woke))
+    return PairLoad(mood_id_ in flying, len(flying), tuple(woke))
 
 
 # -- alarms -----------------------------------------------------------------------------------

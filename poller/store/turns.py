@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from poller import clock, procs, settings
 from poller.kinds import IN_FLIGHT, OutboxEvent, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
-                           Refusal, Setting, Turn, Wake, WakePost)
+                           Refusal, Setting, Turn, Wake, WakeAnswer)
 from poller.store import cycle, outbox
 from poller.store.core import Store, insert_post, resolve_in
 from poller.values import AgentInfo, MoodInfo, ParticipantInfo
@@ -254,10 +254,10 @@ def owe_again(s: Session, wake_id: int, now: dt.datetime) -> None:
     run ended before it began): the mentions it carried are owed again, and the
     next cycle wakes the agent for them in a fresh session."""
     w = s.get(Wake, wake_id)
-    posts = list(s.scalars(sa.select(WakePost.post_id).where(WakePost.wake_id == w.id)))
+    posts = list(s.scalars(sa.select(WakeAnswer.post_id).where(WakeAnswer.wake_id == w.id)))
     if not posts:
         return
-    s.execute(sa.delete(WakePost).where(WakePost.wake_id == w.id))
+    s.execute(sa.delete(WakeAnswer).where(WakeAnswer.wake_id == w.id))
     s.add_all(Owed(agent_id=w.agent_id, post_id=p, mood_id=w.mood_id) for p in posts)
     w.error = f"{w.error}; it never began, so its {len(posts)} mention(s) are owed again"
     l = s.get(Listener, (w.agent_id, w.mood_id))

@@ -74,7 +74,7 @@ class Kind:
 
 
 @dataclass(frozen=True)
-class Hook:
+class ReplyHook:
     """Something settling does after a reply, block or none: ``run(s, counter, turn,
     posted, now)``, at *rank* among the kinds' appliers."""
 
@@ -93,7 +93,7 @@ class Output:
 
 
 _KINDS: dict[str, Kind] = {}
-_HOOKS: dict[str, Hook] = {}
+_HOOKS: dict[str, ReplyHook] = {}
 _OUTPUTS: dict[str, Output] = {}
 _loaded = False
 
@@ -104,7 +104,7 @@ def register(kind: Kind) -> Kind:
     return kind
 
 
-def register_hook(hook: Hook) -> Hook:
+def register_hook(hook: ReplyHook) -> ReplyHook:
     _HOOKS[hook.name] = hook
     return hook
 
@@ -135,14 +135,14 @@ def kinds() -> list[Kind]:
     return sorted(_KINDS.values(), key=lambda k: (k.rank, k.name))
 
 
-def steps() -> list[Kind | Hook]:
+def steps() -> list[Kind | ReplyHook]:
     """The kinds and the hooks together, in the order settling runs them."""
     _load()
     return sorted([*_KINDS.values(), *_HOOKS.values()], key=lambda k: (k.rank, k.name))
 
 
 @dataclass(frozen=True)
-class Handoff:
+class HandoffBlock:
     direction: str  # to: context goes from this Mood to `mood`; from: from `mood` into this one
     mood: str
     about: str
@@ -157,7 +157,7 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class Refused:
+class BlockRefusal:
     block: str  # the kind's name
     reason: str
 
@@ -171,7 +171,7 @@ class Parsed:
     """
 
     text: str
-    refused: tuple[Refused, ...] = ()
+    refused: tuple[BlockRefusal, ...] = ()
     found: tuple[str, ...] = field(default=())  # kinds of block seen, valid or not
     values: tuple[tuple[str, Any], ...] = ()
 
@@ -235,7 +235,7 @@ def parse(reply: str, *, tools: str) -> Parsed:
     if not blocks:
         return Parsed(reply)
     remaining = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
-    refused: list[Refused] = []
+    refused: list[BlockRefusal] = []
     found: dict[str, Any] = {}
     for kind in registered:
         mine = [b for b in blocks if b.kind == kind.name]
@@ -243,13 +243,13 @@ def parse(reply: str, *, tools: str) -> Parsed:
             continue
         found[kind.name] = None
         if len(mine) > 1:
-            refused.append(Refused(kind.name, f"{len(mine)} {kind.name} blocks in one reply; "
+            refused.append(BlockRefusal(kind.name, f"{len(mine)} {kind.name} blocks in one reply; "
                                               "only one is allowed, so none of them was applied"))
             continue
         try:
             found[kind.name] = _check(kind, mine[0], tools)
         except Refuse as exc:
-            refused.append(Refused(kind.name, str(exc)))
+            refused.append(BlockRefusal(kind.name, str(exc)))
     return Parsed(remaining, tuple(refused), tuple(found),
                   tuple((k, v) for k, v in found.items() if v is not None))
 
@@ -275,7 +275,7 @@ def pairs(lines: list[str], kind: str) -> list[tuple[str, str]]:
     return out
 
 
-def handoff(body: list[str]) -> Handoff:
+def handoff(body: list[str]) -> HandoffBlock:
     """A handoff block's lines: header, a ``---`` line, then the context."""
     sep = next((i for i, line in enumerate(body) if SEPARATOR_RE.match(line)), None)
     if sep is None:
@@ -313,7 +313,7 @@ def handoff(body: list[str]) -> Handoff:
     if len(context) > MAX_CONTEXT_CHARS:
         raise Refuse(f"the handoff context is {len(context):,} characters; "
                       f"the limit is {MAX_CONTEXT_CHARS:,}")
-    return Handoff(direction, slug, about, context, for_agent)
+    return HandoffBlock(direction, slug, about, context, for_agent)
 
 
 def settings_block(body: list[str]) -> Settings:
@@ -375,7 +375,7 @@ def apply_settings(s, counter, turn: turns.Ending, block: Settings,
     return ""
 
 
-def apply_handoff(s, counter, turn: turns.Ending, h: Handoff, now: dt.datetime) -> str:
+def apply_handoff(s, counter, turn: turns.Ending, h: HandoffBlock, now: dt.datetime) -> str:
     """Record a handoff and its event posts in both Moods; or the reason it is refused."""
     here = turns.mood_of(s, turn.mood_id)
     other = turns.mood_named(s, h.mood)

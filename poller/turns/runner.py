@@ -100,7 +100,7 @@ def timeout_for(agent, tools: str, cfg: config_mod.PollerConfig):
     return cfg.look_timeout or None
 
 
-def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clock,
+def settle_with_retries(store: Store, wake_id: int, outcome: wakers.TurnResult, clock,
                         prices: Optional[settling.Prices] = None) -> str:
     """Settle, retrying lost races (a deadlock with another poller, a busy file).
 
@@ -118,10 +118,10 @@ def settle_with_retries(store: Store, wake_id: int, outcome: wakers.Outcome, clo
             time.sleep(0.2 * 2 ** attempt)
         except Exception as exc:
             log.exception("settling turn %s failed", wake_id)
-            failed = wakers.Outcome("failed", error=f"the reply could not be recorded: "
+            failed = wakers.TurnResult("failed", error=f"the reply could not be recorded: "
                                     f"{type(exc).__name__}")
             return settling.settle_outcome(store, wake_id, failed, clock())
-    failed = wakers.Outcome("failed", error="the reply could not be recorded: database busy")
+    failed = wakers.TurnResult("failed", error="the reply could not be recorded: database busy")
     return settling.settle_outcome(store, wake_id, failed, clock())
 
 
@@ -158,7 +158,7 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
     able = registry.capabilities(agent.waker)
     progress = Progress(store, wake_id) if able.reports_progress else None
     here = mood_settings(store, claimed, clock())
-    turn = wakers.Turn(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
+    turn = wakers.TurnRequest(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
                        timeout=timeout_for(agent, claimed.tools, cfg.poller),
                        silence_limit=(cfg.poller.silence_limit or None) if claimed.tools == "full"
@@ -181,21 +181,21 @@ def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
     return status
 
 
-def run_waker(store: Store, agent, turn: wakers.Turn, cancel: threading.Event) -> wakers.Outcome:
+def run_waker(store: Store, agent, turn: wakers.TurnRequest, cancel: threading.Event) -> wakers.TurnResult:
     """The turn through the agent's waker; a waker's bug still ends it with a reason."""
     try:
         kind = registry.kind(agent.waker)
     except registry.UnknownWaker as exc:  # its package was removed since the wake was recorded
-        return wakers.Outcome("failed", error=str(exc), public="its waker is not installed here")
+        return wakers.TurnResult("failed", error=str(exc), public="its waker is not installed here")
     if turn.kind == WakeKind.COMMAND and not kind.takes_commands:
         why = "a command runs only in the session of a waker that takes commands"  # changed since
-        return wakers.Outcome("failed", error=why, public=why)
+        return wakers.TurnResult("failed", error=why, public=why)
     try:
         return kind.from_agent(agent).run(
             turn, lambda pgid: turns.record_pgid(store, turn.wake_id, pgid), cancel)
     except Exception as exc:  # a waker bug must still close the turn
         log.exception("waker failed")
-        return wakers.Outcome("failed", error=f"the waker failed: {type(exc).__name__}")
+        return wakers.TurnResult("failed", error=f"the waker failed: {type(exc).__name__}")
 
 
 def prices_for(agent, cfg: config_mod.PollerConfig) -> Optional[settling.Prices]:
@@ -207,7 +207,7 @@ def prices_for(agent, cfg: config_mod.PollerConfig) -> Optional[settling.Prices]
     return settling.Prices(cfg.usd_per_mtok_in, cfg.usd_per_mtok_out)
 
 
-def log_end(claimed: turns.Claimed, status: str, outcome: wakers.Outcome, seconds: float) -> None:
+def log_end(claimed: turns.Claimed, status: str, outcome: wakers.TurnResult, seconds: float) -> None:
     """One line per turn's end: who, where, how it ended, how long, how big the wake was."""
     detail = f": {outcome.error}" if outcome.error else ""  # an answer may carry one too
     level = logging.INFO if status in ANSWERED and not outcome.error else logging.WARNING

@@ -96,7 +96,7 @@ def apply_blocks(s, counter, turn: turns.Ending, parsed: blocks.Parsed,
     posted = turn.status == WakeStatus.REPLIED
     refused = list(parsed.refused)
     for step in blocks.steps():
-        if isinstance(step, blocks.Hook):
+        if isinstance(step, blocks.ReplyHook):
             step.run(s, counter, turn, posted, now)
             continue
         value = parsed.get(step.name)
@@ -104,7 +104,7 @@ def apply_blocks(s, counter, turn: turns.Ending, parsed: blocks.Parsed,
             continue
         why = step.apply(s, counter, turn, value, now)
         if why:
-            refused.append(blocks.Refused(step.name, why))
+            refused.append(blocks.BlockRefusal(step.name, why))
     for r in refused:
         handle = turns.record_refusal(s, counter, turn, r.block, r.reason, now)
         log.info("refused a %s block from %s: %s", r.block, handle, r.reason,

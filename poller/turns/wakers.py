@@ -53,7 +53,7 @@ KILL_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
-class Turn:
+class TurnRequest:
     wake_id: int
     agent: str
     mood: str
@@ -75,7 +75,7 @@ class Turn:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class TurnResult:
     status: str  # replied | failed | cut_off
     reply: str = ""
     error: str = ""  # the full reason, for the wake's record (`mood-poller wakes show`)
@@ -135,7 +135,7 @@ USER_DIRS_ENV = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACH
 WAKE_ENV = ("MOOD_WAKE_ID", "MOOD_AGENT", "MOOD_SLUG", "MOOD_WAKE_KIND", "MOOD_TOOLS")
 
 
-def turn_env(turn: Turn, run_as: Optional["RunAs"] = None) -> dict[str, str]:
+def turn_env(turn: TurnRequest, run_as: Optional["RunAs"] = None) -> dict[str, str]:
     """The agent's environment: an exact allowlist plus what the operator names.
 
     The poller's environment holds secrets (database URLs, header tokens, API
@@ -181,17 +181,17 @@ class RunAs:
         return {"user": self.uid, "group": self.gid, "extra_groups": []}
 
 
-def resolve_run_as(name: Optional[str]) -> tuple[Optional[RunAs], Optional[Outcome]]:
+def resolve_run_as(name: Optional[str]) -> tuple[Optional[RunAs], Optional[TurnResult]]:
     """The user an agent runs as (None: the poller's own), or the failed Outcome if it is gone."""
     if not name:
         return None, None
     try:
         return RunAs.named(name), None
     except LookupError as exc:
-        return None, Outcome("failed", error=str(exc), public="the user it runs as does not exist")
+        return None, TurnResult("failed", error=str(exc), public="the user it runs as does not exist")
 
 
-def start_failure(what: str, run_as: Optional[RunAs], exc: OSError, shown: str = "") -> Outcome:
+def start_failure(what: str, run_as: Optional[RunAs], exc: OSError, shown: str = "") -> TurnResult:
     """The Outcome of a process that could not be started (as its user, if it has one).
 
     *what* names the process for the Mood, *shown* (default: *what*) for the record.
@@ -199,11 +199,11 @@ def start_failure(what: str, run_as: Optional[RunAs], exc: OSError, shown: str =
     shown = shown or what
     if run_as is not None and exc.errno == errno.EPERM and exc.filename is None:
         # setgroups/setgid/setuid before exec were refused: no privilege to switch users
-        return Outcome("failed", error=f"could not start {shown} as user {run_as.name}: "
+        return TurnResult("failed", error=f"could not start {shown} as user {run_as.name}: "
                                        f"{exc.strerror} (running an agent as another user needs "
                                        "a poller running as root, or with CAP_SETUID and CAP_SETGID)",
                        public=f"{what} could not be started as its user")
-    return Outcome("failed", error=f"could not start {shown}: {exc.strerror}",
+    return TurnResult("failed", error=f"could not start {shown}: {exc.strerror}",
                    public=f"{what} could not be started")
 
 
@@ -308,7 +308,7 @@ class CommandWaker(Waker):
     def from_agent(cls, agent) -> "CommandWaker":
         return cls(agent.command, (agent.options or {}).get("run_as"))
 
-    def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
+    def run(self, turn: TurnRequest, on_start: Callable[[int], None], cancel: threading.Event) -> TurnResult:
         user, failed = resolve_run_as(self.run_as)
         if failed is not None:
             return failed
@@ -321,7 +321,7 @@ class CommandWaker(Waker):
         return finish(proc, turn, cancel)
 
 
-def _await(proc: Process, turn: Turn, cancel: threading.Event) -> Optional[Outcome]:
+def _await(proc: Process, turn: TurnRequest, cancel: threading.Event) -> Optional[TurnResult]:
     """Wait for a started process; an Outcome only if it had to be ended."""
     deadline = None if turn.timeout is None else time.monotonic() + turn.timeout
     while True:
@@ -350,18 +350,18 @@ def _await(proc: Process, turn: Turn, cancel: threading.Event) -> Optional[Outco
 STOPPED = "the turn was stopped (shutdown or emergency stop)"
 
 
-def stopped() -> Outcome:
-    return Outcome("cut_off", error=STOPPED, public=STOPPED)
+def stopped() -> TurnResult:
+    return TurnResult("cut_off", error=STOPPED, public=STOPPED)
 
 
-def timed_out(timeout: float) -> Outcome:
+def timed_out(timeout: float) -> TurnResult:
     why = f"timed out after {timeout:g} s"
-    return Outcome("cut_off", error=why, public=f"it {why}")
+    return TurnResult("cut_off", error=why, public=f"it {why}")
 
 
-def fell_silent(limit: float) -> Outcome:
+def fell_silent(limit: float) -> TurnResult:
     why = f"produced no output for {limit:g} s"
-    return Outcome("cut_off", error=why, public=f"it {why}")
+    return TurnResult("cut_off", error=why, public=f"it {why}")
 
 
 def exited(what: str, code: int) -> str:
@@ -377,7 +377,7 @@ def _stderr_tail(proc: Process) -> str:
     return f": {mask_text(err[-1][:300])}" if err else ""
 
 
-def finish(proc: Process, turn: Turn, cancel: threading.Event) -> Outcome:
+def finish(proc: Process, turn: TurnRequest, cancel: threading.Event) -> TurnResult:
     """Wait for a started process, honouring the timeout and cancellation."""
     ended = _await(proc, turn, cancel)
     if ended is not None:
@@ -387,9 +387,9 @@ def finish(proc: Process, turn: Turn, cancel: threading.Event) -> Outcome:
         note = (note + "; " if note else "") + f"{proc.out_dropped:,} bytes of output dropped"
     code = proc.proc.returncode
     if code != 0:
-        return Outcome("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note,
+        return TurnResult("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note,
                        public=exited("its command", code))
-    return Outcome("replied", reply=reply, note=note)
+    return TurnResult("replied", reply=reply, note=note)
 
 
 # -- Claude Code -------------------------------------------------------------------
@@ -581,7 +581,7 @@ COMMAND = WakeKind.COMMAND  # a person's slash command (/compact...), run as it 
 NO_SESSION = "(there is no session here yet, so nothing was run)"
 
 
-def command_output(out: Outcome, stream: ClaudeStream) -> Outcome:
+def command_output(out: TurnResult, stream: ClaudeStream) -> TurnResult:
     """What a slash command printed: the final result's text, or (Claude Code prints a
     local command's output as a user message) the ``<local-command-stdout>``, or for
     ``/compact`` the size of what it compacted."""
@@ -621,12 +621,12 @@ class ClaudeWaker(Waker):
         return " ".join(filter(None, [options.get("bin", "claude"), model and f"--model {model}",
                                       where and f"in {where}"]))
 
-    def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
+    def run(self, turn: TurnRequest, on_start: Callable[[int], None], cancel: threading.Event) -> TurnResult:
         user, failed = resolve_run_as(self.options.get("run_as"))
         if failed is not None:
             return failed
         if turn.kind == COMMAND and not turn.session:
-            return Outcome("replied", reply=NO_SESSION)  # nothing to run it in: not run
+            return TurnResult("replied", reply=NO_SESSION)  # nothing to run it in: not run
         cwd = self.options.get("session_dir") or turn.workdir
         if cwd and not os.path.isdir(cwd):
             try:
@@ -634,7 +634,7 @@ class ClaudeWaker(Waker):
                 if user is not None:  # the agent's own directory, not the poller's
                     os.chown(cwd, user.uid, user.gid)
             except OSError as exc:
-                return Outcome("failed", error=f"could not create {cwd}: {exc.strerror}",
+                return TurnResult("failed", error=f"could not create {cwd}: {exc.strerror}",
                                public="its session directory could not be created")
         stream = ClaudeStream(turn.on_progress)
         argv = claude_argv(self.options, turn.tools, turn.session, model=turn.model,
@@ -648,24 +648,24 @@ class ClaudeWaker(Waker):
         ended = _await(proc, turn, cancel)
         stream.close()
         if ended is not None:
-            return Outcome(ended.status, error=ended.error, public=ended.public,
+            return TurnResult(ended.status, error=ended.error, public=ended.public,
                            session=stream.session)
         out = self._outcome(stream, proc, turn)
         return command_output(out, stream) if turn.kind == COMMAND else out
 
     @classmethod
-    def _outcome(cls, stream: ClaudeStream, proc: Process, turn: Turn) -> Outcome:
+    def _outcome(cls, stream: ClaudeStream, proc: Process, turn: TurnRequest) -> TurnResult:
         out = cls._ending(stream, proc, turn)
         if out.status == "failed" and stream.said:
             # The run ended badly after the agent spoke: its words are its reply
             # (silence recognised as silence by the settling), the error kept beside.
-            return Outcome("replied", reply=stream.said, error=out.error,
+            return TurnResult("replied", reply=stream.said, error=out.error,
                            note="; ".join(filter(None, [out.note, f"after it spoke, {out.error}"])),
                            session=stream.session or out.session, cost=out.cost)
         return out
 
     @staticmethod
-    def _ending(stream: ClaudeStream, proc: Process, turn: Turn) -> Outcome:
+    def _ending(stream: ClaudeStream, proc: Process, turn: TurnRequest) -> TurnResult:
         note = "; ".join(stream.notes)
         if stream.bad_lines:
             note = "; ".join(filter(None, [note, f"{stream.bad_lines} unreadable stream lines skipped"]))
@@ -680,7 +680,7 @@ class ClaudeWaker(Waker):
             # owed again (settling sees ``unseen``).
             never_started = stream.session is None
             forget = "" if turn.session and never_started else None
-            return Outcome("failed", error=why, note=note, public=public,
+            return TurnResult("failed", error=why, note=note, public=public,
                            session=stream.session if forget is None else forget,
                            unseen=never_started and not stream.said)
         cost = r.get("total_cost_usd")
@@ -689,17 +689,17 @@ class ClaudeWaker(Waker):
             detail = r.get("errors") or r.get("result") or ""
             detail = "; ".join(map(str, detail)) if isinstance(detail, list) else str(detail)
             why = f"claude reported {str(r.get('subtype') or 'an error')[:60]}"
-            return Outcome("failed", error=why + (f": {mask_text(detail[:300])}" if detail else ""),
+            return TurnResult("failed", error=why + (f": {mask_text(detail[:300])}" if detail else ""),
                            public=why, note=note, session=stream.session, cost=cost)
         if code != 0:
-            return Outcome("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note,
+            return TurnResult("failed", error=f"exit code {code}{_stderr_tail(proc)}", note=note,
                            public=exited("claude", code), session=stream.session, cost=cost)
         reply = r.get("result")
         if not isinstance(reply, str):
-            return Outcome("failed", error="the final result carries no text", note=note,
+            return TurnResult("failed", error="the final result carries no text", note=note,
                            public="claude's final result carries no text",
                            session=stream.session, cost=cost)
-        return Outcome("replied", reply=reply, note=note, session=stream.session, cost=cost)
+        return TurnResult("replied", reply=reply, note=note, session=stream.session, cost=cost)
 
 
 # -- HTTP ------------------------------------------------------------------------------
@@ -750,8 +750,8 @@ class HttpWaker(Waker):
     def from_agent(cls, agent) -> "HttpWaker":
         return cls(agent.url, (agent.options or {}).get("headers"))
 
-    def run(self, turn: Turn, on_start: Callable[[int], None], cancel: threading.Event) -> Outcome:
-        box: list[Outcome] = []
+    def run(self, turn: TurnRequest, on_start: Callable[[int], None], cancel: threading.Event) -> TurnResult:
+        box: list[TurnResult] = []
         worker = threading.Thread(target=lambda: box.append(self._safe_post(turn)), daemon=True)
         worker.start()
         deadline = None if turn.timeout is None else time.monotonic() + turn.timeout
@@ -763,7 +763,7 @@ class HttpWaker(Waker):
                 return timed_out(turn.timeout)
         return box[0]
 
-    def payload(self, turn: Turn) -> dict:
+    def payload(self, turn: TurnRequest) -> dict:
         body = {"wake_id": turn.wake_id, "agent": turn.agent, "mood": turn.mood,
                 "kind": turn.kind, "tools": turn.tools, "text": turn.text,
                 "answers": list(turn.answers)}
@@ -771,12 +771,12 @@ class HttpWaker(Waker):
                                                       ("effort", turn.effort)) if value)
         return body
 
-    def _safe_post(self, turn: Turn) -> Outcome:
+    def _safe_post(self, turn: TurnRequest) -> TurnResult:
         try:
             return self._post(turn)
         except Exception as exc:  # a bug here must still end the turn with a reason
             why = f"the HTTP waker failed: {type(exc).__name__}"
-            return Outcome("failed", error=why, public=why)
+            return TurnResult("failed", error=why, public=why)
 
     def resolved_headers(self) -> dict[str, str]:
         """Header values with each ``${VAR}`` replaced from the environment at send time
@@ -788,13 +788,13 @@ class HttpWaker(Waker):
         """
         return {name: expand_env(name, value) for name, value in self.headers.items()}
 
-    def _post(self, turn: Turn) -> Outcome:
+    def _post(self, turn: TurnRequest) -> TurnResult:
         import httpx
 
         try:
             headers = self.resolved_headers()
         except LookupError as exc:
-            return Outcome("failed", error=str(exc),
+            return TurnResult("failed", error=str(exc),
                            public="the poller lacks a value for one of its request headers")
         # The turn's own deadline (run) ends it; the client's read timeout only backs it
         # up, a little later, so a slow endpoint is "timed out", never a failed request.
@@ -812,10 +812,10 @@ class HttpWaker(Waker):
                 except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                     last = mask_text(f"{type(exc).__name__}: {exc}"[:300])  # nothing was sent: try again
                 except httpx.HTTPError as exc:
-                    return Outcome("failed", error=f"the request failed after it was sent, "
+                    return TurnResult("failed", error=f"the request failed after it was sent, "
                                                    f"not retried: {type(exc).__name__}",
                                    public="the request to its endpoint failed after it was sent")
-        return Outcome("failed", error=f"could not connect after {CONNECT_ATTEMPTS} attempts ({last})",
+        return TurnResult("failed", error=f"could not connect after {CONNECT_ATTEMPTS} attempts ({last})",
                        public="its endpoint could not be reached")
 
 
@@ -832,32 +832,32 @@ def _read_body(resp) -> tuple[bytes, bool]:
     return bytes(body), False
 
 
-def _http_outcome(resp) -> Outcome:
+def _http_outcome(resp) -> TurnResult:
     body, over = _read_body(resp)
     if not 200 <= resp.status_code < 300:
         excerpt = mask_text(" ".join(body[:2000].decode("utf-8", "replace").split())[:300])
-        return Outcome("failed", error=f"HTTP {resp.status_code} {resp.reason_phrase}"
+        return TurnResult("failed", error=f"HTTP {resp.status_code} {resp.reason_phrase}"
                                        + (f": {excerpt}" if excerpt else ""),
                        public=f"the endpoint answered HTTP {resp.status_code}")
     ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype == "application/json" or ctype.endswith("+json"):
         if over:
             why = f"the JSON response was over {BODY_LIMIT:,} bytes"
-            return Outcome("failed", error=why, public=why)
+            return TurnResult("failed", error=why, public=why)
         try:
             obj = json.loads(body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
-            return Outcome("failed", error=f"the response is not valid JSON: {str(exc)[:200]}",
+            return TurnResult("failed", error=f"the response is not valid JSON: {str(exc)[:200]}",
                            public="the response is not valid JSON")
         reply = obj.get("reply") if isinstance(obj, dict) else None
         if not isinstance(reply, str):
             why = "the JSON response has no text 'reply' field"
-            return Outcome("failed", error=why, public=why)
-        return Outcome("replied", reply=reply)
+            return TurnResult("failed", error=why, public=why)
+        return TurnResult("replied", reply=reply)
     reply, note = settle.decode(body)
     if over:
         note = "; ".join(filter(None, [note, f"response body cut at {BODY_LIMIT:,} bytes"]))
-    return Outcome("replied", reply=reply, note=note)
+    return TurnResult("replied", reply=reply, note=note)
 
 
 # The wakers that come with the poller, in the order they are listed; known even

@@ -92,7 +92,7 @@ class Scheduled(NamedTuple):
     body_limit: int = 0  # contact: characters the message may have
 
 
-class Activity(NamedTuple):
+class ActivityOffer(NamedTuple):
     """One activity of the agent's catalog, as the away how-to lists it."""
 
     id: str
@@ -172,7 +172,7 @@ class WakeRequest:
     checkins: Sequence[str] = ()
     # Away and back (only for an agent with an activities catalog): the activities the
     # away how-to offers, the state line of a judgment, what a return wake carries.
-    activities: Sequence[Activity] = ()
+    activities: Sequence[ActivityOffer] = ()
     judgment: Judgment | None = None
     back: Back | None = None
     # What a kind declared outside the service shows, for its own template (as ``parts``);
@@ -184,7 +184,7 @@ class WakeRequest:
 
 
 @dataclass(frozen=True)
-class Wake:
+class ComposedWake:
     text: str
     prompt_tokens: int  # exact count of `text`
     catch_up_tokens_used: int  # exact count of the word-for-word catch-up lines
@@ -280,7 +280,7 @@ def _render(kind: str, context: dict, templates: str | Path | None) -> str:
 
 
 def compose(request: WakeRequest, *, config: WakeConfig, counter: Counter,
-            summarizer: summarize.Summarizer | None, templates: str | Path | None = None) -> Wake:
+            summarizer: summarize.Summarizer | None, templates: str | Path | None = None) -> ComposedWake:
     """Compose the wake for *request*.  Pure but for *summarizer*."""
     _check(request)
     request = _in_zone(request)
@@ -304,7 +304,7 @@ def compose(request: WakeRequest, *, config: WakeConfig, counter: Counter,
     text = before + cu.text + after
     if len(text) > config.prompt_cap_chars:
         raise ValueError(f"the wake frame alone exceeds prompt_cap_chars ({len(text):,} characters)")
-    return Wake(
+    return ComposedWake(
         text=text,
         prompt_tokens=_prompt_tokens(before, cu, after, counter),
         catch_up_tokens_used=cu.tokens,
@@ -474,7 +474,7 @@ def _scheduled(request: WakeRequest) -> Scheduled:
 
 
 def _activity(a) -> dict:
-    a = Activity._make(a)
+    a = ActivityOffer._make(a)
     one = functools.partial(lines.one_line, limit=FIELD_CHARS)
     return {"id": one(a.id), "label": one(a.label), "lo": int(a.lo), "hi": int(a.hi),
             "reachable": bool(a.reachable)}

@@ -57,9 +57,9 @@ def test_a_declared_kind_is_taken_out_of_the_reply_and_read(mark_kind):
 def test_a_declared_kind_is_refused_whole_by_its_parser_and_its_tier(mark_kind):
     bad = blocks.parse("```mark\nword:\n```", tools="full")
     assert bad.mark is None
-    assert bad.refused == (blocks.Refused("mark", "a mark block needs word:"),)
+    assert bad.refused == (blocks.BlockRefusal("mark", "a mark block needs word:"),)
     look = blocks.parse("```mark\nword: seen\n```", tools="look")
-    assert look.refused == (blocks.Refused(
+    assert look.refused == (blocks.BlockRefusal(
         "mark", "a mark block is only honoured on a full-tool turn; this turn was look-only"),)
 
 

@@ -215,7 +215,7 @@ def test_an_agents_stderr_is_masked_even_in_the_record(tmp_path):
     script = tmp_path / "leaky.sh"
     script.write_text("cat >/dev/null\necho 'connecting to https://bot:sekrit-pw@api.example/?api_key=sekrit-k' >&2\n"
                       "exit 2\n")
-    turn = wakers.Turn(1, "bot", "lobby", "mention", "look", "hi", timeout=60)
+    turn = wakers.TurnRequest(1, "bot", "lobby", "mention", "look", "hi", timeout=60)
     import threading
 
     out = wakers.CommandWaker(f"sh {script}").run(turn, lambda pgid: None, threading.Event())

@@ -87,8 +87,8 @@ def mixed_posts(store: Store) -> None:
 
 def snapshot(store: Store) -> dict:
     with store.reading() as s:
-        d, w, wp, l = (models.Decision.__table__, models.Wake.__table__,
-                       models.WakePost.__table__, models.Listener.__table__)
+        d, w, wp, l = (models.DecisionRow.__table__, models.Wake.__table__,
+                       models.WakeAnswer.__table__, models.Listener.__table__)
         return {
             "decisions": sorted(tuple(r) for r in s.execute(sa.select(
                 d.c.agent_id, d.c.mood_id, d.c.kind, d.c.outcome, d.c.reason, d.c.next_due,
@@ -118,7 +118,7 @@ def run_mixed(store: Store, batch: int, monkeypatch) -> tuple[dict, list]:
         reports.append(sorted(report.decisions))
         for wake_id in launcher.started[: 1 + k % 2]:  # some turns end, some are still running
             turns.claim(store, wake_id, now, 1)
-            settling.settle_outcome(store, wake_id, wakers.Outcome("replied", reply="noted"), now)
+            settling.settle_outcome(store, wake_id, wakers.TurnResult("replied", reply="noted"), now)
         if k == 0:  # chatter after the mentions' wakes: a consider for each agent
             store.add_post("m1", "ada", "thanks, both", t(10))
             store.add_post("m3", "bob", "thanks, both", t(10))
@@ -154,10 +154,10 @@ def test_a_repeated_decision_only_moves_its_time_and_count(new_store):
         poller.tick(t(100 * k + 2))
         poller.tick(t(100 * k + 50))
     with store.reading() as s:
-        rows = s.execute(sa.select(models.Decision.agent_id, models.Decision.kind,
-                                   models.Decision.reason, models.Decision.count,
-                                   models.Decision.at, models.Decision.last_at)
-                         .where(models.Decision.mood_id == 1)).all()
+        rows = s.execute(sa.select(models.DecisionRow.agent_id, models.DecisionRow.kind,
+                                   models.DecisionRow.reason, models.DecisionRow.count,
+                                   models.DecisionRow.at, models.DecisionRow.last_at)
+                         .where(models.DecisionRow.mood_id == 1)).all()
     assert sorted((r.kind, r.reason, r.count) for r in rows) == [
         ("consider", "listening-mentions", 3)] * 2
     assert {(r.at, r.last_at) for r in rows} == {(t(50), t(250))}
@@ -188,8 +188,8 @@ def test_one_broken_pair_is_set_aside_and_the_rest_of_its_batch_is_decided(
     with store.reading() as s:
         aside = s.execute(sa.select(models.Quarantine.ref, models.Quarantine.error)).all()
         l = s.get(models.Listener, (3, 4))
-        decided = s.scalar(sa.select(sa.func.count()).select_from(models.Decision).where(
-            models.Decision.agent_id == 3, models.Decision.mood_id == 4))
+        decided = s.scalar(sa.select(sa.func.count()).select_from(models.DecisionRow).where(
+            models.DecisionRow.agent_id == 3, models.DecisionRow.mood_id == 4))
     assert [r.ref for r in aside] == ["3:4"] and "ValueError" in aside[0].error
     assert decided == 0 and l.due_at == t(2 + 300)  # untouched, and tried again later
 
@@ -248,14 +248,14 @@ def test_two_pollers_on_postgresql_never_wake_twice_for_one_mention(pg_server, m
         for p, launcher in pollers:  # the turns end before the next round
             for wake_id in launcher.started:
                 turns.claim(p.store, wake_id, t(10 * r + 3), 1)
-                settling.settle_outcome(p.store, wake_id, wakers.Outcome("replied", reply="ok"),
+                settling.settle_outcome(p.store, wake_id, wakers.TurnResult("replied", reply="ok"),
                                      t(10 * r + 3))
             launcher.started.clear()
     for p, _ in pollers:  # anything a lost race left due is answered now, once
         p.tick(t(100))
     assert not failures
     with store.reading() as s:
-        answered = s.execute(sa.select(models.WakePost.agent_id, models.WakePost.post_id)).all()
+        answered = s.execute(sa.select(models.WakeAnswer.agent_id, models.WakeAnswer.post_id)).all()
         overlaps = s.scalar(sa.text(
             "SELECT count(*) FROM wakes a JOIN wakes b ON a.agent_id = b.agent_id "
             "AND a.mood_id = b.mood_id AND a.id < b.id AND b.created_at < a.finished_at"))

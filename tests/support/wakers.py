@@ -7,8 +7,8 @@ import threading
 from poller.turns import wakers
 
 
-def turn(tools="full", session=None, timeout=30.0, **kw) -> wakers.Turn:
-    return wakers.Turn(7, "ada", "lobby", "mention", tools, "<mood-wake>hi</mood-wake>", (3, 4),
+def turn(tools="full", session=None, timeout=30.0, **kw) -> wakers.TurnRequest:
+    return wakers.TurnRequest(7, "ada", "lobby", "mention", tools, "<mood-wake>hi</mood-wake>", (3, 4),
                        timeout=timeout, session=session, **kw)
 
 

@@ -337,8 +337,8 @@ def wake(**kw):
 
 def test_the_away_how_to_lists_the_activities_only_when_there_are_some():
     plain = wake()
-    offered = wake(activities=[compose.Activity("creek_walk", "out for a creek walk", 20, 45),
-                               compose.Activity("nap", "napping", 60, 60, False)])
+    offered = wake(activities=[compose.ActivityOffer("creek_walk", "out for a creek walk", 20, 45),
+                               compose.ActivityOffer("nap", "napping", 60, 60, False)])
     assert "```away" not in plain
     assert offered.replace(
         "```away\nactivity: creek_walk\nnote: why you are going (optional, one line)\n```\n"

@@ -81,15 +81,15 @@ def test_a_commands_output_is_read_from_the_result_or_the_local_stdout_or_the_co
     blocks = event("user", message={"role": "user", "content": [
         {"type": "text", "text": "<local-command-stdout>Total cost: $1.20</local-command-stdout>"}]})
     stream = run(blocks)
-    empty = wakers.Outcome("replied", reply="")
+    empty = wakers.TurnResult("replied", reply="")
     assert wakers.command_output(empty, stream).reply == "Total cost: $1.20"
-    said = wakers.Outcome("replied", reply="Compacted. Summary kept.")
+    said = wakers.TurnResult("replied", reply="Compacted. Summary kept.")
     assert wakers.command_output(said, stream).reply == "Compacted. Summary kept."
     compact = run(event("system", subtype="compact_boundary",
                         compact_metadata={"trigger": "manual", "pre_tokens": 1200}))
     assert wakers.command_output(empty, compact).reply == \
         "The session was compacted (it held 1,200 tokens)."
-    failed = wakers.Outcome("failed", error="claude reported error_during_execution")
+    failed = wakers.TurnResult("failed", error="claude reported error_during_execution")
     assert wakers.command_output(failed, compact) is failed
 
 

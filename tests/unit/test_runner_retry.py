@@ -18,7 +18,7 @@ def test_settle_retries_a_lost_race_then_records(monkeypatch):
 
     monkeypatch.setattr(runner.settling, "settle_outcome", flaky)
     monkeypatch.setattr(runner.time, "sleep", lambda s: None)
-    assert runner.settle_with_retries(None, 1, wakers.Outcome("replied", "hi"), lambda: None) == "replied"
+    assert runner.settle_with_retries(None, 1, wakers.TurnResult("replied", "hi"), lambda: None) == "replied"
     assert calls == ["replied"] * 3
 
 
@@ -32,7 +32,7 @@ def test_a_reply_that_cannot_be_recorded_closes_the_turn_as_failed(monkeypatch):
         return outcome.status
 
     monkeypatch.setattr(runner.settling, "settle_outcome", broken)
-    assert runner.settle_with_retries(None, 1, wakers.Outcome("replied", "hi"), lambda: None) == "failed"
+    assert runner.settle_with_retries(None, 1, wakers.TurnResult("replied", "hi"), lambda: None) == "failed"
     assert "could not be recorded: ValueError" in seen[-1].error
 
 

@@ -28,7 +28,7 @@ from poller.turns import wakers
 
 
 def test_the_allowlist_names_every_standard_locale_and_xdg_base_directory():
-    turn = wakers.Turn(1, "bot", "lobby", "mention", "look", "hi")
+    turn = wakers.TurnRequest(1, "bot", "lobby", "mention", "look", "hi")
     env = {"LC_MEASUREMENT": "C", "LC_PAPER": "C", "LC_SECRET_TOKEN": "x", "XDG_STATE_HOME": "/s",
            "XDG_CACHE_HOME": "/c", "XDG_SECRET": "x", "SHELL": "/bin/sh", "TERM": "dumb"}
     old = dict(os.environ)

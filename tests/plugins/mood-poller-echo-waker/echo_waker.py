@@ -40,8 +40,8 @@ class EchoWaker(wakers.Waker):
     def summary(cls, options: dict) -> str:
         return f"echo, prefix {options['prefix']!r}" if options.get("prefix") else "echo"
 
-    def run(self, turn: wakers.Turn, on_start: Callable[[int], None],
-            cancel: threading.Event) -> wakers.Outcome:
+    def run(self, turn: wakers.TurnRequest, on_start: Callable[[int], None],
+            cancel: threading.Event) -> wakers.TurnResult:
         if cancel.is_set():
             return wakers.stopped()
-        return wakers.Outcome("replied", reply=answer(self.prefix, turn.kind, turn.text))
+        return wakers.TurnResult("replied", reply=answer(self.prefix, turn.kind, turn.text))
