@@ -34,8 +34,8 @@ def test_posts_waiting_while_one_is_written_share_the_next_transaction(store, mo
             release.wait(120)  # the test decides when the first write ends
         return real(items)
 
+    den = store.add_post("den", "ada", "in the den", T0)  # before the slow door: it uses it too
     monkeypatch.setattr(store, "ingest", slow_first)
-    den = store.add_post("den", "ada", "in the den", T0)
     group = batch.GroupCommit(store)
     results: dict[int, object] = {}
 

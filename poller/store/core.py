@@ -4,9 +4,16 @@ Moods, people, agents, posts, sign-ins and settings: each ``Store`` method is
 one short transaction and hands back frozen values (:mod:`poller.values`),
 never live ORM rows.  The cycle's and the turns' verbs, which work inside a
 transaction their caller holds, live beside this module
-(:mod:`poller.store.cycle`, :mod:`poller.store.turns`, ...).  Writes on SQLite take the write lock up front (BEGIN
-IMMEDIATE, see :mod:`poller.store.db`) so concurrent writers wait instead of
-failing halfway.
+(:mod:`poller.store.cycle`, :mod:`poller.store.turns`, ...).  Writes on SQLite
+take the write lock up front (BEGIN IMMEDIATE, see :mod:`poller.store.db`) so
+concurrent writers wait instead of failing halfway.
+
+Every post comes in by one door, :func:`ingest` (``Store.ingest`` opens its
+transaction; :func:`insert_post` is its one-post form): people's posts from the
+CLI, the API and the bridges, agents' replies, returns and handoffs, and the
+service's own notes.  Its first half, :func:`admit`, is the one place a post's
+text is judged; a caller with no transaction open admits first, so a refused
+text costs no lock.
 """
 
 from __future__ import annotations
@@ -532,7 +539,8 @@ class NewPost:
 
 @dataclass(frozen=True)
 class Admitted:
-    """A post :func:`admit` let in: its text as it will be stored, and its tokens."""
+    """A post :func:`admit` let in (and nothing else makes one): its text as it will be
+    stored, and its tokens."""
 
     post: NewPost
     text: str
