@@ -25,6 +25,10 @@ class AlreadyExists(UserError):
     """A slug or handle is already taken."""
 
 
+class PostTooLong(UserError):
+    """A post's text is longer than :data:`poller.text.MAX_POST_CHARS` (the API answers 413)."""
+
+
 class InvalidSetting(UserError):
     """A setting key or value fails validation."""
 

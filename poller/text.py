@@ -40,10 +40,13 @@ def mentioned_keys(text: str) -> set[str]:
 
 
 def check_post_text(text: str) -> str:
+    """*text* unchanged if it may be posted, else UserError with the reason.  The store
+    calls it once per post, as the post comes in (:func:`poller.store.core.admit`), and
+    once per edit a bridge brings."""
     if not text or not text.strip():
         raise errors.UserError("empty post: give the text to post")
     if len(text) > MAX_POST_CHARS:
-        raise errors.UserError(
+        raise errors.PostTooLong(
             f"post too long: {len(text):,} characters (the limit is {MAX_POST_CHARS:,})"
         )
     if "\x00" in text:

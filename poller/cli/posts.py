@@ -50,12 +50,14 @@ def post(app: App, slug: str | None, text: str | None, sender: str | None, at: s
 
 
 def _import(app: App, slug: str | None, sender: str | None, as_json: bool) -> None:
-    """Read JSON lines from stdin, check every one, then ingest them all in one transaction."""
+    """Read JSON lines from stdin, let each in (its text judged by the store's door), then
+    write them all in one transaction."""
     import json
 
     from poller import text as text_mod
+    from poller.store import core
 
-    items = []
+    ready = []
     try:
         raw = sys.stdin.buffer.read().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -78,14 +80,13 @@ def _import(app: App, slug: str | None, sender: str | None, as_json: bool) -> No
         if stamp is not None and not isinstance(stamp, str):
             raise errors.UserError(f'line {n}: "at" must be an ISO 8601 string')
         try:
-            text_mod.check_post_text(body)
             when = text_mod.parse_time(stamp, '"at"') if stamp else app.now()
+            ready += app.store.admit([core.NewPost(mood, who, body, when)])
         except errors.UserError as exc:
             raise errors.UserError(f"line {n}: {exc}") from None
-        items.append((mood, who, body, when))
-    if not items:
+    if not ready:
         raise errors.UserError("no posts on stdin")
-    ids = app.store.add_posts(items)
+    ids = [p.id for p in app.store.ingest(ready)]
     if as_json:
         common.echo_json(ids)
     else:

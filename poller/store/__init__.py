@@ -4,6 +4,6 @@ Every SQL statement the service runs lives in this package; everything else
 calls named domain verbs and gets named records back.
 """
 
-from poller.store.core import Store, record_mentions, TRUST_LEVELS
+from poller.store.core import Store, TRUST_LEVELS
 
-__all__ = ["Store", "record_mentions", "TRUST_LEVELS"]
+__all__ = ["Store", "TRUST_LEVELS"]

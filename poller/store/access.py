@@ -18,7 +18,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import sqlalchemy as sa
 
@@ -26,7 +26,7 @@ from poller import errors
 from poller.kinds import IN_FLIGHT, ParticipantKind
 from poller.models import (DialCache, Listener, Mood, Owed, Participant, PersonToken, PollerBeat,
                            Post, Turn, Wake, WebSession)
-from poller.store.core import Store, insert_post
+from poller.store.core import Store
 
 TOKEN_PREFIX = "mpt_"  # a person's token starts with this, so a leaked one is recognisable
 SESSION_TTL = dt.timedelta(days=14)
@@ -188,40 +188,6 @@ def posts_page(store: Store, slug: str, *, after_id: int = 0, before_id: Optiona
         if newest_first:
             rows.reverse()
         return [values.PostInfo.from_row(p, slug, h, k) for p, h, k in rows]
-
-
-@dataclass(frozen=True)
-class NewPost:
-    """A post by a person already signed in, waiting to be written."""
-
-    handle: str
-    slug: str
-    text: str
-    reply_to: Optional[int]
-    at: dt.datetime
-
-
-def add_posts_as(store: Store, items: Sequence[NewPost]) -> list:
-    """Write *items* in one transaction, each through the one ingest path
-    (:func:`poller.store.core.insert_post`); any refusal rolls them all back."""
-    from poller import text as text_mod, values
-
-    for it in items:
-        text_mod.check_post_text(it.text)
-    counts = store.counter.count_many([it.text for it in items])
-    out = []
-    with store.writing() as s:
-        moods: dict[str, Mood] = {}
-        people: dict[str, Participant] = {}
-        for it, n in zip(items, counts):
-            mood = moods.get(it.slug) or moods.setdefault(it.slug, Store._mood(s, it.slug))
-            who = people.get(it.handle) or people.setdefault(it.handle,
-                                                             Store._sender(s, it.handle))
-            post = insert_post(s, None, mood.id, who.id, it.text, it.at, reply_to=it.reply_to,
-                               n_tokens=n)
-            out.append(values.PostInfo(post.id, mood.slug, who.handle, who.kind, it.at, it.text,
-                                       post.kind, it.reply_to, n))
-    return out
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ values here (:class:`Incoming`, a join, an edit, a redaction) and the store
 takes each in once: its external id is recorded in ``bridge_events``, unique
 per bridge, in the same transaction as the post or sign-in it made, so the
 same event delivered twice changes nothing.  Posts go in through the one
-ingest path (:func:`poller.store.core.insert_post`), with the mentions the
-chat says it has.
+door for posts (:func:`poller.store.core.ingest`, which judges their text),
+with the mentions the chat says it has.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from poller import errors, text
 from poller.kinds import ParticipantKind, Trust, WakeStatus
 from poller.models import (Agent, BridgeEvent, BridgeLink, Mood, OutboxItem, Owed, Participant,
                            Post, SignIn, Wake, WakeAnswer, Webhook)
-from poller.store.core import Store, check_new_mood, insert_post, new_mood
+from poller.store import core
+from poller.store.core import Store, check_new_mood, new_mood
 
 REMOVED = "[this post was removed]"
 
@@ -167,8 +168,9 @@ def _now(s: Session, post_id, signin_id) -> dt.datetime:
 
 def ingest(store: Store, bridge: str, msg: Incoming, now: dt.datetime,
            default_trust: str = Trust.NONE) -> Optional[int]:
-    """Take a chat message in as a post, once; its id, or None (seen, or no linked room)."""
-    text.check_post_text(msg.body)
+    """Take a chat message in as a post, once; its id, or None (seen, or no linked room).
+    Its text is judged by the store's door for posts (:func:`poller.store.core.admit`);
+    its tokens are counted before the transaction opens."""
     n_tokens = store.counter.count(msg.body)
 
     def take(s: Session):
@@ -178,8 +180,8 @@ def ingest(store: Store, bridge: str, msg: Incoming, now: dt.datetime,
         who = sender(s, bridge, msg.sender, msg.sender_hint, default_trust, now)
         reply_to = _post_of(s, bridge, msg.reply_to, room.local_id)
         given = mentions(s, msg, bool((room.options or {}).get("legacy")))
-        post = insert_post(s, None, room.local_id, who, msg.body, now, reply_to=reply_to,
-                           n_tokens=n_tokens, origin=bridge, mentions=given)
+        post = core.insert_post(s, None, room.local_id, who, msg.body, now, reply_to=reply_to,
+                                origin=bridge, mentions=given, tokens=n_tokens)
         return post.id, None, msg.thread
 
     return once(store, bridge, msg.external_id, take)

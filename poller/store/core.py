@@ -4,15 +4,23 @@ Moods, people, agents, posts, sign-ins and settings: each ``Store`` method is
 one short transaction and hands back frozen values (:mod:`poller.values`),
 never live ORM rows.  The cycle's and the turns' verbs, which work inside a
 transaction their caller holds, live beside this module
-(:mod:`poller.store.cycle`, :mod:`poller.store.turns`, ...).  Writes on SQLite take the write lock up front (BEGIN
-IMMEDIATE, see :mod:`poller.store.db`) so concurrent writers wait instead of
-failing halfway.
+(:mod:`poller.store.cycle`, :mod:`poller.store.turns`, ...).  Writes on SQLite
+take the write lock up front (BEGIN IMMEDIATE, see :mod:`poller.store.db`) so
+concurrent writers wait instead of failing halfway.
+
+Every post comes in by one door, :func:`ingest` (``Store.ingest`` opens its
+transaction; :func:`insert_post` is its one-post form): people's posts from the
+CLI, the API and the bridges, agents' replies, returns and handoffs, and the
+service's own notes.  Its first half, :func:`admit`, is the one place a post's
+text is judged; a caller with no transaction open admits first, so a refused
+text costs no lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple, Optional, Sequence
 
 import sqlalchemy as sa
@@ -22,8 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from poller import errors, settings, text, tokens, values
 from poller.store import bell
-from poller.models import (Activity, Agent, Listener, Mention, Mood, Owed, Participant, Post,
-                           Setting, SignIn, Wake)
+from poller.models import (Activity, Agent, Cursor, Listener, Mention, Mood, Owed, Participant,
+                           Post, Setting, SignIn, Wake)
 
 from poller.kinds import IN_FLIGHT, AbsenceStatus, PostKind, Trust, names
 from poller.store import outbox
@@ -307,28 +315,23 @@ class Store:
 
     def add_post(self, slug: str, sender: str, body: str, now: dt.datetime, *,
                  reply_to: Optional[int] = None, kind: str = "post") -> values.PostInfo:
-        """Ingest one post: count its tokens once and record whom it mentions."""
-        text.check_post_text(body)
-        n_tokens = self.counter.count(body)
-        with self.writing() as s:
-            mood = self._mood(s, slug)
-            who = self._sender(s, sender)
-            return self._insert_post(s, mood, who, body, now, reply_to, kind, n_tokens)
+        """Ingest one post (see :func:`ingest`)."""
+        return self.ingest([NewPost(slug, sender, body, now, kind, reply_to)])[0]
 
     def add_posts(self, items: Sequence[tuple[str, str, str, dt.datetime]]) -> list[int]:
-        """Ingest many ``(slug, sender, text, at)`` posts in one transaction."""
-        for _, _, body, _ in items:
-            text.check_post_text(body)
-        counts = self.counter.count_many([body for _, _, body, _ in items])
+        """Ingest many ``(slug, sender, text, at)`` posts in one transaction; their ids."""
+        return [p.id for p in self.ingest([NewPost(*it) for it in items])]
+
+    def admit(self, posts: Sequence[NewPost | Admitted]) -> list[Admitted]:
+        """Judge and count *posts* before any transaction opens (see :func:`admit`)."""
+        return admit(self.counter, posts)
+
+    def ingest(self, posts: Sequence[NewPost | Admitted]) -> list[values.PostInfo]:
+        """Write *posts* in one transaction, all or none, their texts judged and counted
+        before it opens, so a refused text costs no lock and a long one holds none."""
+        ready = self.admit(posts)
         with self.writing() as s:
-            moods: dict[str, Mood] = {}
-            people: dict[str, Participant] = {}
-            rows = []
-            for (slug, sender, body, at), n in zip(items, counts):
-                mood = moods.get(slug) or moods.setdefault(slug, self._mood(s, slug))
-                who = people.get(sender) or people.setdefault(sender, self._sender(s, sender))
-                rows.append(NewPost(mood.id, who.id, body, at, n))
-            return insert_posts(s, rows)
+            return ingest(s, self.counter, ready)
 
     @classmethod
     def _sender(cls, s: Session, handle: str) -> Participant:
@@ -346,14 +349,6 @@ class Store:
             raise errors.UserError(f"{who.handle!r} was removed and can no longer post")
         return who
 
-    def _insert_post(self, s: Session, mood: Mood, who: Participant, body: str,
-                     now: dt.datetime, reply_to: Optional[int], kind: str,
-                     n_tokens: int) -> values.PostInfo:
-        post = insert_post(s, None, mood.id, who.id, body, now, kind=kind, reply_to=reply_to,
-                           n_tokens=n_tokens)
-        return values.PostInfo(post.id, mood.slug, who.handle, who.kind, now, body, kind,
-                               reply_to, n_tokens)
-
     def posts(self, slug: str, limit: int = 50, after_id: int = 0) -> list[values.PostInfo]:
         """The newest *limit* posts of a Mood (after *after_id*), oldest first."""
         if limit < 1:
@@ -369,10 +364,8 @@ class Store:
 
     def poller_has_run(self) -> bool:
         """True once a poller has run its first cycle on this store (posts since are heard)."""
-        from poller.store import cycle
-
         with self.reading() as s:
-            return cycle.cursor_exists(s, "posts")
+            return s.get(Cursor, "posts") is not None
 
     # -- Sign-ins --------------------------------------------------------------
 
@@ -515,96 +508,181 @@ def resolve_in(s: Session, mood_id: Optional[int], agent_id: Optional[int],
     return settings.resolve(rows, mood_id, agent_id, now)
 
 
-def insert_post(s: Session, counter: Optional[tokens.Counter], mood_id: int, sender_id: int,
-                body: str, now: dt.datetime, *, kind: str = PostKind.POST,
-                reply_to: Optional[int] = None, n_tokens: Optional[int] = None,
-                origin: Optional[str] = None,
-                mentions: Optional[dict[int, str]] = None) -> Post:
-    """The one way a post enters a Mood, a person's or an agent's reply alike.
+# -- The one door for posts ----------------------------------------------------------------
+#
+# Every post enters a Mood here: a person's (the CLI, the API, a bridge), an agent's
+# reply, silence, return or handoff, and the service's own notes.  Its text is judged
+# once (admit), then the batch is written with set INSERTs (ingest).
 
-    Conversation (``post``) is validated as ``mood-poller post`` validates it
-    (not empty, not too long, no NUL) and its mentions are recorded; the
-    service's own notes and an agent's silence lose any NUL byte.  A bridge
-    passes its name as *origin* (nothing is sent back there) and, when its
-    chat says whom a post mentions, those as *mentions* (participant id ->
-    ``at`` or ``reply``) in place of the ``@handle`` reading.  The post's
-    outbox items are written here, in the same transaction.
+
+@dataclass(frozen=True)
+class NewPost:
+    """A post on its way into a Mood, as :func:`ingest` takes it.
+
+    *mood* is the Mood's id or slug, *sender* the participant's id or handle (a
+    handle whose owner was removed may not post).  *tokens*, when given, were
+    counted already.  A bridge passes its name as *origin* (nothing is sent back
+    there) and, when its chat says whom a post mentions, those as *mentions*
+    (participant id -> ``at`` or ``reply``) in place of the ``@handle`` reading.
     """
-    if kind == PostKind.POST:
-        text.check_post_text(body)
-    else:
-        body = body.replace("\x00", "")
-    target_sender = None
-    if reply_to is not None:
-        target = s.get(Post, reply_to)
-        if target is None or target.mood_id != mood_id:
-            slug = s.scalar(sa.select(Mood.slug).where(Mood.id == mood_id))
-            raise errors.NotFound(f"no post {reply_to} in Mood {slug!r} to reply to")
-        target_sender = target.sender_id
-    if n_tokens is None:
-        n_tokens = counter.count(body)
-    post = Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body, kind=kind,
-                reply_to=reply_to, tokens=n_tokens)
-    s.add(post)
-    s.flush()
-    if kind == PostKind.POST:
-        record_mentions(s, post, target_sender, mentions)
-        s.flush()
-    outbox.enqueue_post(s, post, origin)
-    return post
 
-
-class NewPost(NamedTuple):
-    """A person's post for :func:`insert_posts`, its text checked and its tokens counted."""
-
-    mood_id: int
-    sender_id: int
+    mood: int | str
+    sender: int | str
     text: str
     at: dt.datetime
+    kind: str = PostKind.POST
+    reply_to: Optional[int] = None
+    origin: Optional[str] = None
+    mentions: Optional[dict[int, str]] = None
+    tokens: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A post :func:`admit` let in (and nothing else makes one): its text as it will be
+    stored, and its tokens."""
+
+    post: NewPost
+    text: str
     tokens: int
 
 
-def insert_posts(s: Session, rows: Sequence[NewPost]) -> list[int]:
-    """Many people's posts at once: what :func:`insert_post` does for each, in a few
-    statements (one insert of the posts, one lookup of every handle they name,
-    one insert of the mentions).  The texts must have passed
-    :func:`poller.text.check_post_text`; returns the new ids in order."""
-    if not rows:
+def admit(counter: Optional[tokens.Counter], posts: Sequence[NewPost | Admitted]
+          ) -> list[Admitted]:
+    """Let *posts* in, or refuse the first whose text may not enter: the one place a
+    post's text is judged.  Conversation (``post``) must pass
+    :func:`poller.text.check_post_text` (not empty, not too long, no NUL, valid
+    UTF-8); the service's own notes, an agent's silence, return or handoff only lose
+    any NUL byte.  Tokens are counted here, once, where not given; posts already
+    admitted pass as they are."""
+    out = [p if isinstance(p, Admitted) else Admitted(p, _judged(p), p.tokens) for p in posts]
+    todo = [i for i, a in enumerate(out) if a.tokens is None]
+    for i, n in zip(todo, _counted(counter, [out[i].text for i in todo])):
+        out[i] = Admitted(out[i].post, out[i].text, n)
+    return out
+
+
+def _counted(counter: tokens.Counter, texts: list[str]) -> list[int]:
+    if len(texts) == 1:  # a batch count starts threads: not worth it for one post
+        return [counter.count(texts[0])]
+    return counter.count_many(texts) if texts else []
+
+
+def _judged(post: NewPost) -> str:
+    if post.kind == PostKind.POST:
+        return text.check_post_text(post.text)
+    return post.text.replace("\x00", "")
+
+
+def ingest(s: Session, counter: Optional[tokens.Counter], posts: Sequence[NewPost | Admitted]
+           ) -> list[values.PostInfo]:
+    """Write *posts* into their Moods, in order, inside the caller's transaction.
+
+    Each is admitted (:func:`admit`) unless it was already; then the senders and
+    Moods are found, a ``reply_to`` must name a post of the same Mood, and the
+    posts, their mentions (conversation only) and their outbox items
+    (:func:`poller.store.outbox.enqueue_posts`) are written in a few statements.
+    A refusal raises before anything is written; the commit rings the loops'
+    bell (:func:`touch_cursor_tables`).
+    """
+    ready = _addressed(s, admit(counter, posts))
+    if not ready:
         return []
     touch_cursor_tables(s)
     ids = list(s.scalars(
         sa.insert(Post).returning(Post.id, sort_by_parameter_order=True),
-        [dict(mood_id=r.mood_id, sender_id=r.sender_id, created_at=r.at, text=r.text,
-              kind=PostKind.POST, reply_to=None, tokens=r.tokens) for r in rows]))
-    named = [text.mentioned_keys(r.text) for r in rows]
-    keys = set().union(*named)
-    if keys:
-        found = dict(s.execute(sa.select(Participant.handle_key, Participant.id)
-                               .where(Participant.handle_key.in_(keys))).all())
-        mentions = [dict(post_id=post_id, participant_id=found[key], via="at")
-                    for post_id, r, these in zip(ids, rows, named)
-                    for key in sorted(these)
-                    if key in found and found[key] != r.sender_id]
-        if mentions:
-            s.execute(sa.insert(Mention), mentions)
-    outbox.enqueue_posts(s, rows, ids)
-    return ids
+        [dict(mood_id=r.mood.id, sender_id=r.sender.id, created_at=r.post.at, text=r.text,
+              kind=r.post.kind, reply_to=r.post.reply_to, tokens=r.tokens) for r in ready]))
+    _record_mentions(s, ready, ids)
+    outbox.enqueue_posts(s, [outbox.Posted(i, r.mood.id, r.post.kind, r.sender.kind, r.post.at,
+                                           r.post.origin) for i, r in zip(ids, ready)])
+    return [values.PostInfo(i, r.mood.slug, r.sender.handle, r.sender.kind, r.post.at, r.text,
+                            r.post.kind, r.post.reply_to, r.tokens) for i, r in zip(ids, ready)]
 
 
-def record_mentions(s: Session, post: Post, replied_to: Optional[int] = None,
-                    given: Optional[dict[int, str]] = None) -> None:
-    """Record whom a post names with ``@handle`` (or *given*: whom its chat says it
-    mentions), and whose post it replies to."""
-    mentioned: dict[int, str] = dict(given or {})
-    keys = text.mentioned_keys(post.text) if given is None else set()
-    if keys:
-        q = sa.select(Participant.id).where(Participant.handle_key.in_(keys))
-        mentioned.update({pid: "at" for pid in s.scalars(q)})
-    if replied_to is not None and replied_to not in mentioned:
-        mentioned[replied_to] = "reply"
-    mentioned.pop(post.sender_id, None)  # nobody mentions themselves
-    s.add_all(Mention(post_id=post.id, participant_id=pid, via=via)
-              for pid, via in mentioned.items())
+def insert_post(s: Session, counter: Optional[tokens.Counter], mood_id: int, sender_id: int,
+                body: str, now: dt.datetime, *, kind: str = PostKind.POST,
+                reply_to: Optional[int] = None, origin: Optional[str] = None,
+                mentions: Optional[dict[int, str]] = None,
+                tokens: Optional[int] = None) -> values.PostInfo:
+    """One post through :func:`ingest`, for verbs that write one in their own transaction."""
+    return ingest(s, counter, [NewPost(mood_id, sender_id, body, now, kind, reply_to, origin,
+                                       mentions, tokens)])[0]
+
+
+class _Addressed(NamedTuple):
+    """An admitted post with the rows it goes between, found in the writing transaction."""
+
+    post: NewPost
+    text: str
+    tokens: int
+    mood: Mood
+    sender: Participant
+    replied_to: Optional[int]  # the sender of the post it answers
+
+
+def _addressed(s: Session, ready: Sequence[Admitted]) -> list[_Addressed]:
+    """Each post's Mood and sender (each looked up once) and whom it answers, refusing
+    in the posts' order as one at a time would."""
+    moods: dict[int | str, Mood] = {}
+    people: dict[int | str, Participant] = {}
+    targets = _reply_targets(s, [a.post.reply_to for a in ready])
+    out = []
+    for a in ready:
+        p = a.post
+        mood = moods[p.mood] if p.mood in moods else moods.setdefault(p.mood, _mood_of(s, p.mood))
+        who = (people[p.sender] if p.sender in people
+               else people.setdefault(p.sender, _sender_of(s, p.sender)))
+        out.append(_Addressed(p, a.text, a.tokens, mood, who, _answered(targets, p.reply_to, mood)))
+    return out
+
+
+def _mood_of(s: Session, ref: int | str) -> Mood:
+    return s.get(Mood, ref) if isinstance(ref, int) else Store._mood(s, ref)
+
+
+def _sender_of(s: Session, ref: int | str) -> Participant:
+    return s.get(Participant, ref) if isinstance(ref, int) else Store._sender(s, ref)
+
+
+def _reply_targets(s: Session, reply_to: Sequence[Optional[int]]) -> dict[int, tuple[int, int]]:
+    """Post id -> (Mood id, sender id) of the posts *reply_to* names."""
+    wanted = {r for r in reply_to if r is not None}
+    if not wanted:
+        return {}
+    q = sa.select(Post.id, Post.mood_id, Post.sender_id).where(Post.id.in_(wanted))
+    return {pid: (mood_id, sender_id) for pid, mood_id, sender_id in s.execute(q)}
+
+
+def _answered(targets: dict[int, tuple[int, int]], reply_to: Optional[int],
+              mood: Mood) -> Optional[int]:
+    if reply_to is None:
+        return None
+    target = targets.get(reply_to)
+    if target is None or target[0] != mood.id:
+        raise errors.NotFound(f"no post {reply_to} in Mood {mood.slug!r} to reply to")
+    return target[1]
+
+
+def _record_mentions(s: Session, posts: Sequence[_Addressed], ids: Sequence[int]) -> None:
+    """Whom each conversation post names with ``@handle`` (or, from a bridge, whom its
+    chat says it mentions) and whose post it answers: one lookup of every handle named,
+    one insert.  Nobody mentions themselves."""
+    talk = [(i, p) for i, p in zip(ids, posts) if p.post.kind == PostKind.POST]
+    named = {i: text.mentioned_keys(p.text) for i, p in talk if p.post.mentions is None}
+    keys = set().union(*named.values())
+    found = dict(s.execute(sa.select(Participant.handle_key, Participant.id)
+                           .where(Participant.handle_key.in_(keys))).all()) if keys else {}
+    rows = []
+    for i, p in talk:
+        mentioned = (dict(p.post.mentions) if p.post.mentions is not None
+                     else {found[k]: "at" for k in sorted(named[i]) if k in found})
+        if p.replied_to is not None and p.replied_to not in mentioned:
+            mentioned[p.replied_to] = "reply"
+        mentioned.pop(p.sender.id, None)
+        rows += [dict(post_id=i, participant_id=pid, via=via) for pid, via in mentioned.items()]
+    if rows:
+        s.execute(sa.insert(Mention), rows)
 
 
 # -- Append-only tables read by cursor ---------------------------------------------------

@@ -23,9 +23,9 @@ from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKin
 from poller.models import (Agent, Cursor, DecisionRow, Flag, Lease, Listener, Mention, Mood,
                            Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakeAnswer)
 from poller import procs
-from poller.store import outbox
+from poller.store import core
 from poller.procs import pid_alive
-from poller.values import AgentInfo
+from poller.values import AgentInfo, PostInfo
 
 
 
@@ -602,13 +602,11 @@ def senders(s: Session, post_ids: list[int]) -> list[SenderTrust]:
 
 
 def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt.datetime,
-                    tokens: int) -> Post:
-    post = Post(mood_id=mood_id, sender_id=sender_id, created_at=now, text=body,
-                kind=PostKind.SYSTEM, reply_to=None, tokens=tokens)
-    s.add(post)
-    s.flush()
-    outbox.enqueue_post(s, post)  # a bridged Mood shows the note too (m.notice, a webhook)
-    return post
+                    tokens: int) -> PostInfo:
+    """The service's own note in a Mood, through the one door for posts (a bridged Mood
+    shows it too: an m.notice, a webhook)."""
+    return core.insert_post(s, None, mood_id, sender_id, body, now, kind=PostKind.SYSTEM,
+                            tokens=tokens)
 
 
 # -- Recovery --------------------------------------------------------------------------------

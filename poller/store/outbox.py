@@ -1,8 +1,7 @@
 """The outbox: what bridges deliver, written in the transaction that produced it.
 
-Every post that enters a Mood goes through :func:`poller.store.core.insert_post`
-(the service's own notes through :func:`poller.store.cycle.add_system_post`),
-and each calls :func:`enqueue_post` in the same transaction: a reply and the
+Every post that enters a Mood goes through :func:`poller.store.core.ingest`, which
+calls :func:`enqueue_posts` in the same transaction: a reply and the
 item carrying it to Matrix or to a webhook commit together or not at all.  A
 bridge then takes the items due (:func:`due`), sends each with the remote's
 idempotency key where it has one (the item's id), and marks it sent or tried
@@ -15,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -97,37 +96,34 @@ def post_event(kind: str, sender_kind: str) -> Optional[str]:
 CHAT_EVENTS = (OutboxEvent.REPLY, OutboxEvent.NOTICE, OutboxEvent.SILENT)
 
 
-def enqueue_post(s: Session, post: Post, origin: Optional[str] = None) -> int:
-    """Outbox items for a post just inserted (flushed); none back to the bridge it came from."""
-    where = [t for t in targets(s, post.mood_id) if t[0] != origin]
-    if not where:
-        return 0
-    sender_kind = s.scalar(sa.select(Participant.kind).where(Participant.id == post.sender_id))
-    event = post_event(post.kind, sender_kind)
-    rows = [OutboxItem(bridge=bridge, target=target, mood_id=post.mood_id, post_id=post.id,
-                       event=event, payload={}, status=OutboxStatus.PENDING, attempts=0,
-                       next_at=post.created_at, last_error="", created_at=post.created_at)
-            for bridge, target in where
-            if bridge == Bridge.WEBHOOK or event in CHAT_EVENTS]
-    s.add_all(rows)
-    return len(rows)
+class Posted(NamedTuple):
+    """A post just inserted, as its outbox items need it."""
+
+    id: int
+    mood_id: int
+    kind: str
+    sender_kind: str
+    at: dt.datetime
+    origin: Optional[str]  # the bridge it came from: nothing is sent back there
+
+
+def enqueue_posts(s: Session, posts: Sequence[Posted]) -> None:
+    """The outbox items of posts just inserted, post by post in their order, in one insert
+    (each Mood's targets read once)."""
+    where = {m: targets(s, m) for m in dict.fromkeys(p.mood_id for p in posts)}
+    rows = [dict(bridge=bridge, target=target, mood_id=p.mood_id, post_id=p.id, event=event,
+                 payload={}, status=OutboxStatus.PENDING, attempts=0, next_at=p.at,
+                 last_error="", created_at=p.at)
+            for p in posts for event in [post_event(p.kind, p.sender_kind)]
+            for bridge, target in where[p.mood_id]
+            if bridge != p.origin and (bridge == Bridge.WEBHOOK or event in CHAT_EVENTS)]
+    if rows:
+        s.execute(sa.insert(OutboxItem), rows)
 
 
 def attach_wake(s: Session, post_id: int, wake_id: int) -> None:
     """The reply's items name the turn it came from (what it answers, for a chat)."""
     s.execute(sa.update(OutboxItem).where(OutboxItem.post_id == post_id).values(wake_id=wake_id))
-
-
-def enqueue_posts(s: Session, rows, ids: list[int]) -> None:
-    """People's posts ingested in bulk (:func:`poller.store.core.insert_posts`): an item
-    for each of their Moods' webhooks."""
-    hooks: dict[int, list[str]] = {}
-    for mood_id in {r.mood_id for r in rows}:
-        hooks[mood_id] = [t for b, t in targets(s, mood_id) if b == Bridge.WEBHOOK]
-    s.add_all(OutboxItem(bridge=Bridge.WEBHOOK, target=t, mood_id=r.mood_id, post_id=post_id,
-                         event=OutboxEvent.POST, payload={}, status=OutboxStatus.PENDING,
-                         attempts=0, next_at=r.at, last_error="", created_at=r.at)
-              for post_id, r in zip(ids, rows) for t in hooks[r.mood_id])
 
 
 def enqueue_turn(s: Session, w: Wake, event: str, now: dt.datetime) -> None:

@@ -6,8 +6,10 @@ returns JSON-ready data.  :func:`poller.web.app.create_app` mounts them and
 :mod:`poller.web.openapi` describes the very same list, so the document
 cannot name a route that is not served, or miss one that is.
 
-The functions call the store's verbs (``Store.add_post`` is the one ingest
-path), so the API refuses what the CLI refuses, with the same words.
+The functions call the store's verbs, so the API refuses what the CLI refuses,
+with the same words.  A post is judged by the store's one door for posts
+(``Store.admit``, then ``Store.ingest`` through :mod:`poller.web.batch`); a
+post too long is answered 413 (:class:`poller.errors.PostTooLong`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from poller import errors, observe, settings, text
 from poller.kinds import PostKind, WakeKind, WakeStatus, names
-from poller.store import access
+from poller.store import access, core
 from poller.web.auth import Refused
 
 PREFIX = "/api/v1"
@@ -91,15 +93,14 @@ def list_posts(c: Call):
 
 def add_post(c: Call):
     body = _text(c.body, "text")
-    if len(body) > text.MAX_POST_CHARS:
-        raise Refused(413, "post_too_long", f"post too long: {len(body):,} characters "
-                                            f"(the limit is {text.MAX_POST_CHARS:,})")
     reply_to = c.body.get("reply_to")
     if reply_to is not None and (not isinstance(reply_to, int) or isinstance(reply_to, bool)):
         raise Refused(400, "bad_request", "reply_to must be a post id (an integer)")
-    text.check_post_text(body)  # a bad post is refused before it joins a batch
+    # Judged before the rate limit counts it and before it joins a batch.
+    [ready] = c.store.admit([core.NewPost(c.path["slug"], c.who.handle, body, c.now,
+                                          reply_to=reply_to)])
     c.door.post_limit.take(c.who.token_id)
-    post = c.door.posts.post(access.NewPost(c.who.handle, c.path["slug"], body, reply_to, c.now))
+    post = c.door.posts.post(ready)
     c.door.posted()
     return post.to_json()
 
@@ -430,6 +431,7 @@ ROUTES: tuple[Route, ...] = (
 
 
 ERROR_STATUS = (
+    (errors.PostTooLong, 413, "post_too_long"),
     (errors.NotFound, 404, "not_found"),
     (errors.AlreadyExists, 409, "conflict"),
     (errors.InvalidSetting, 400, "invalid_setting"),

@@ -2,8 +2,8 @@
 
 Each request's thread hands its post to :class:`GroupCommit` and waits.  The
 first to find nobody writing becomes the writer: it writes everything waiting
-in one transaction (:func:`poller.store.access.add_posts_as`, through the one
-ingest path), then whatever arrived meanwhile, until nothing waits.  On SQLite,
+in one transaction (:meth:`poller.store.Store.ingest`, the one door for posts),
+then whatever arrived meanwhile, until nothing waits.  On SQLite,
 where writers take turns, and on PostgreSQL, where each commit is a round trip,
 a burst then costs a few transactions instead of one per post.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from poller.store import access
+from poller.store import core
 
 MAX_BATCH = 200
 
@@ -26,7 +26,7 @@ MAX_BATCH = 200
 class _Slot:
     __slots__ = ("item", "done", "result", "error")
 
-    def __init__(self, item: access.NewPost):
+    def __init__(self, item: core.Admitted):
         self.item = item
         self.done = threading.Event()
         self.result = None
@@ -41,8 +41,9 @@ class GroupCommit:
         self._writing = False
         self.batches = 0  # transactions written (for tests and curiosity)
 
-    def post(self, item: access.NewPost):
-        """Write *item* (with whatever else is waiting); its PostInfo, or its refusal."""
+    def post(self, item: core.Admitted):
+        """Write *item*, a post whose text was judged already (:meth:`poller.store.Store.admit`),
+        with whatever else is waiting; its PostInfo, or its refusal."""
         slot = _Slot(item)
         with self._lock:
             self._pending.append(slot)
@@ -76,7 +77,7 @@ class GroupCommit:
 
     def _write(self, batch: list[_Slot]) -> None:
         try:
-            results = access.add_posts_as(self.store, [s.item for s in batch])
+            results = self.store.ingest([s.item for s in batch])
         except Exception as exc:
             if len(batch) > 1:
                 for slot in batch:  # one of them was refused: each alone, for its own answer

@@ -26,7 +26,7 @@ from support.world import cli  # noqa: F401  (a fixture)
 def test_postgresql_posts_committed_out_of_order_are_never_skipped(pg_url, tmp_path):
     import threading
 
-    from poller.store import db
+    from poller.store import core, db
     from poller.store import Store
 
     cli = TimelineCli(pg_url)
@@ -41,8 +41,8 @@ def test_postgresql_posts_committed_out_of_order_are_never_skipped(pg_url, tmp_p
 
     def slow_writer():
         with store.writing() as s:  # the mention's transaction stays open until released
-            store._insert_post(s, store._mood(s, "lobby"), store._participant(s, "ada"),
-                               "@bot the slow one", T0 + dt.timedelta(seconds=1), None, "post", 4)
+            core.ingest(s, store.counter, [core.NewPost("lobby", "ada", "@bot the slow one",
+                                                        T0 + dt.timedelta(seconds=1))])
             inserted.set()
             release.wait(HANG_GUARD_S)
 

@@ -9,7 +9,7 @@ import pytest
 
 from support import webserver
 from poller import errors
-from poller.store import access
+from poller.store import core
 from poller.web import batch
 from support.waiting import wait_for
 from support.webserver import T0
@@ -26,22 +26,22 @@ def store(any_cli):
 def test_posts_waiting_while_one_is_written_share_the_next_transaction(store, monkeypatch):
     first_in = threading.Event()
     release = threading.Event()
-    real = access.add_posts_as
+    real = store.ingest
 
-    def slow_first(s, items):
+    def slow_first(items):
         if not first_in.is_set():
             first_in.set()
             release.wait(120)  # the test decides when the first write ends
-        return real(s, items)
+        return real(items)
 
-    monkeypatch.setattr(access, "add_posts_as", slow_first)
-    den = store.add_post("den", "ada", "in the den", T0)
+    den = store.add_post("den", "ada", "in the den", T0)  # before the slow door: it uses it too
+    monkeypatch.setattr(store, "ingest", slow_first)
     group = batch.GroupCommit(store)
     results: dict[int, object] = {}
 
     def post(i: int, reply_to=None) -> None:
         try:
-            results[i] = group.post(access.NewPost("ada", "lobby", f"post {i}", reply_to, T0))
+            results[i] = group.post(core.NewPost("lobby", "ada", f"post {i}", T0, reply_to=reply_to))
         except errors.PollerError as exc:
             results[i] = exc
 
@@ -67,20 +67,20 @@ def test_posts_waiting_while_one_is_written_share_the_next_transaction(store, mo
 
 def test_a_batch_without_a_refusal_is_one_transaction(store, monkeypatch):
     first_in, release = threading.Event(), threading.Event()
-    real = access.add_posts_as
+    real = store.ingest
     calls = []
 
-    def counted(s, items):
+    def counted(items):
         calls.append(len(items))
         if not first_in.is_set():
             first_in.set()
             release.wait(120)
-        return real(s, items)
+        return real(items)
 
-    monkeypatch.setattr(access, "add_posts_as", counted)
+    monkeypatch.setattr(store, "ingest", counted)
     group = batch.GroupCommit(store)
     threads = [threading.Thread(target=group.post,
-                                args=(access.NewPost("ada", "lobby", f"p{i}", None, T0),))
+                                args=(core.NewPost("lobby", "ada", f"p{i}", T0),))
                for i in range(8)]
     threads[0].start()
     first_in.wait(120)
