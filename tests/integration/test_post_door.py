@@ -10,7 +10,7 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-import webserver
+from support import webserver
 from poller import errors, text
 from poller.models import BridgeEvent, Participant, Post
 from poller.store import bridges
