@@ -71,7 +71,7 @@ DUE_BATCH = 1_000  # pairs claimed and weighed in one transaction: ~0.1 s of SQL
 LEASE_NAME = "poller"
 
 
-BEAT_EVERY_S = 1.0  # a nudged loop cycles more often; its beat is written at most this often
+BEAT_EVERY_S = 1.0  # a loop its bell rings cycles more often; its beat is written at most this often
 
 
 class Poller:

@@ -116,11 +116,6 @@ def set_operator(store: Store, handle: str, operator: bool) -> None:
         _person(s, handle).operator = operator
 
 
-def is_operator(store: Store, handle: str) -> bool:
-    with store.reading() as s:
-        return bool(_person(s, handle).operator)
-
-
 def operators(store: Store) -> set[int]:
     """The ids of the people with the operator role."""
     with store.reading() as s:

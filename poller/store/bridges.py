@@ -120,15 +120,6 @@ def set_room(store: Store, bridge: str, mood_id: int, external: str) -> None:
             BridgeLink.local_id == mood_id).values(external=external))
 
 
-def person_links(store: Store, bridge: str) -> dict[str, str]:
-    """External user id -> handle, for the people linked on *bridge*."""
-    with store.reading() as s:
-        q = (sa.select(BridgeLink.external, Participant.handle)
-             .join(Participant, Participant.id == BridgeLink.local_id)
-             .where(BridgeLink.bridge == bridge, BridgeLink.kind == "person"))
-        return dict(s.execute(q).all())
-
-
 # -- Taking events in --------------------------------------------------------------------
 
 

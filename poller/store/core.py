@@ -429,11 +429,6 @@ class Store:
             s.flush()
             return out
 
-    def resolve_settings(self, mood_id: Optional[int], agent_id: Optional[int],
-                         now: dt.datetime) -> dict[str, settings.Resolved]:
-        with self.reading() as s:
-            return self._resolve(s, mood_id, agent_id, now)
-
     def resolved(self, now: dt.datetime, mood: Optional[str] = None,
                  agent: Optional[str] = None) -> dict[str, settings.Resolved]:
         """Settings as they apply to a Mood and agent named by slug and handle."""
@@ -706,8 +701,8 @@ def _serialise_cursor_tables(session: Session, _context, _instances) -> None:
 def touch_cursor_tables(session: Session) -> None:
     """This transaction is about to add posts, sign-ins or settings: serialise it with
     the others that do (PostgreSQL) and have its commit wake the loops."""
-    first = not session.info.get(NUDGE)
-    session.info[NUDGE] = True
+    first = not session.info.get(RING)
+    session.info[RING] = True
     if session.get_bind().dialect.name != "postgresql":
         return
     # Taken again at every flush: a savepoint rolled back may have released it.
@@ -718,16 +713,16 @@ def touch_cursor_tables(session: Session) -> None:
 
 # A commit that added posts, sign-ins or settings wakes the loops at once (see
 # poller.store.bell); a rolled-back one wakes nobody.
-NUDGE = "mood_poller_nudge"
+RING = "mood_poller_ring"
 
 
 @event.listens_for(Session, "after_commit")
-def _nudge_loops(session: Session) -> None:
-    if session.info.pop(NUDGE, False):
+def _ring_loops(session: Session) -> None:
+    if session.info.pop(RING, False):
         url = session.get_bind().url
         bell.committed(url.database if url.get_backend_name() == "sqlite" else None)
 
 
 @event.listens_for(Session, "after_rollback")
-def _forget_nudge(session: Session) -> None:
-    session.info.pop(NUDGE, None)
+def _forget_ring(session: Session) -> None:
+    session.info.pop(RING, None)

@@ -366,13 +366,6 @@ def in_flight_here(s: Session, agent_id: int, mood_id: int) -> Optional[Wake]:
     return s.scalar(q)
 
 
-def last_finished(s: Session, agent_id: int, mood_id: int) -> Optional[Wake]:
-    q = (sa.select(Wake).where(Wake.agent_id == agent_id, Wake.mood_id == mood_id,
-                               Wake.status.in_(FINISHED))
-         .order_by(Wake.id.desc()).limit(1))
-    return s.scalar(q)
-
-
 @dataclass(frozen=True)
 class Recorded:
     """A wake just recorded: its id."""

@@ -6,7 +6,7 @@ import logging
 import threading
 from typing import Callable
 
-log = logging.getLogger("poller.nudge")
+log = logging.getLogger("poller.bell")
 
 
 def listen(url, channel: str, stop: threading.Event, ring: Callable[[], None]) -> None:
@@ -41,7 +41,7 @@ def listen(url, channel: str, stop: threading.Event, ring: Callable[[], None]) -
                 return
             log.warning("not listening for commits (%s); retrying in %gs",
                         str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-                        backoff, extra={"action": "nudge_retry"})
+                        backoff, extra={"action": "bell_retry"})
             stop.wait(backoff)
             backoff = min(backoff * 2, 30.0)
     engine.dispose()

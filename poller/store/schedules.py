@@ -218,11 +218,6 @@ def streak_of_contact_wake(s: Session, wake_id: int) -> Optional[CheckinStreak]:
     return s.scalar(sa.select(CheckinStreak).where(CheckinStreak.contact_wake_id == wake_id))
 
 
-def notices(s: Session, streak_id: int) -> list[CheckinNotice]:
-    return list(s.scalars(sa.select(CheckinNotice).where(CheckinNotice.streak_id == streak_id)
-                          .order_by(CheckinNotice.wake_id)))
-
-
 # -- what a wake showed: the posts a checkin block may quote -------------------------------
 
 
@@ -283,13 +278,6 @@ def release_mail_claims(s: Session, before: dt.datetime) -> None:
             m.error = "its poller stopped before it reached the mail server"
         else:
             m.state, m.error = "uncertain", "claimed and never marked: it may have been sent"
-
-
-def mails(s: Session, agreement_id: Optional[int] = None) -> list[MailOut]:
-    q = sa.select(MailOut).order_by(MailOut.id)
-    if agreement_id is not None:
-        q = q.where(MailOut.agreement_id == agreement_id)
-    return list(s.scalars(q))
 
 
 def mail(s: Session, mail_id: int) -> Optional[MailOut]:
