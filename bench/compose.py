@@ -6,10 +6,10 @@ in production).  Each run posts one mention of a different agent (so every
 wake reads the Mood's full recent history: none of them has spoken there) and
 runs one real, committing cycle (``Poller.tick``) with ``listening =
 mentions``.  Inside that cycle the bench times only the three steps that
-turn a decided wake into a recorded one, through ``poller.cycle.draft``:
+turn a decided wake into a recorded one, through ``poller.cycle.drafts``:
 
 - **gather**: the database reads of what the wake says (the newest
-  ``gather.HISTORY_POSTS`` posts and the count of older ones, the optional
+  ``reads.HISTORY_POSTS`` posts and the count of older ones, the optional
   lines), inside the deciding transaction;
 - **compose**: the catch-up fitted to the budget, the digest of the rest and
   the frame (no transaction open);
@@ -42,9 +42,9 @@ import _common
 import jinja2  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
-from poller.cycle import draft, loop  # noqa: E402
+from poller.cycle import drafts, loop  # noqa: E402
 from poller import tokens
-from poller.store import gather  # noqa: E402
+from poller.store import reads  # noqa: E402
 from poller.models import Wake  # noqa: E402
 
 POSTS = 5_000
@@ -118,21 +118,21 @@ class Probe:
     def __init__(self) -> None:
         self.steps = {name: Clock() for name in ("gather", "compose", "record")}
         self.tokenise, self.render = Clock(), Clock()
-        wrap(draft, "gather", self.steps["gather"])
-        wrap(draft, "compose_text", self.steps["compose"])
+        wrap(drafts, "gather", self.steps["gather"])
+        wrap(drafts, "compose_text", self.steps["compose"])
         for name in ("count", "count_many", "clip"):
             wrap(tokens.Counter, name, self.tokenise)
         wrap(jinja2.environment.Template, "render", self.render)
         # The record step runs until its transaction has committed, which
         # happens when the loop leaves the transaction it was called in.
         self._record_started: tuple[float, float] | None = None
-        original = draft.record
+        original = drafts.record
 
         def record(*args, **kwargs):
             self._record_started = (time.process_time(), time.perf_counter())
             return original(*args, **kwargs)
 
-        draft.record = record
+        drafts.record = record
         sa.event.listen(sa.orm.Session, "after_commit", self._committed)
 
     def _committed(self, session) -> None:
@@ -242,7 +242,7 @@ def fill(store, cfg, slug, agents) -> None:
     compose_mod.compose = keep
     poller = loop.Poller(store, cfg, launcher=_common.ListLauncher())
     now = T0 + dt.timedelta(hours=2)
-    print(f"fill (posts read: {gather.HISTORY_POSTS}, more while their stored tokens do not cover the budget, at most {gather.HISTORY_POSTS_MAX:,}; wake cap {cfg.wake.prompt_cap_chars:,} characters):")
+    print(f"fill (posts read: {reads.HISTORY_POSTS}, more while their stored tokens do not cover the budget, at most {reads.HISTORY_POSTS_MAX:,}; wake cap {cfg.wake.prompt_cap_chars:,} characters):")
     for budget, agent in zip(FILL_BUDGETS, agents[-len(FILL_BUDGETS):]):
         store.set_setting("catch_up_tokens", str(budget), now, agent=agent)
         now += dt.timedelta(seconds=30)

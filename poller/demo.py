@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from poller import config as config_mod, observe, tokens
+from poller import observe, tokens
+
+from poller.config import Config
 from poller.turns import launch
 from poller.cycle import loop
 from poller.store import db
@@ -123,7 +125,7 @@ def run(directory: Optional[str] = None, echo: Callable[[str], None] = print) ->
     engine = db.make_engine(url)
     try:
         db.upgrade(engine)
-        cfg = config_mod.Config(db_url=url)
+        cfg = Config(db_url=url)
         store = Store(engine, tokens.counter(cfg.encoding))
         build_world(store, example_agent_command(), T0)
         echo(f"Moods: {', '.join(s for s, _ in MOODS)}; people: "
@@ -137,7 +139,7 @@ def run(directory: Optional[str] = None, echo: Callable[[str], None] = print) ->
     return summary
 
 
-def _play(store: Store, cfg: config_mod.Config, echo: Callable[[str], None]) -> dict:
+def _play(store: Store, cfg: Config, echo: Callable[[str], None]) -> dict:
     # Turns run in this process: the agents are still real subprocesses.
     poller = loop.Poller(store, cfg, launcher=launch.ThreadLauncher(store, cfg))
     summary: dict = {"wakes": {}, "replies": []}
@@ -214,7 +216,7 @@ def serve(url: str, port: int = 8470, echo: Callable[[str], None] = print) -> No
 
     engine = db.make_engine(url)
     try:
-        cfg = config_mod.Config(db_url=url)
+        cfg = Config(db_url=url)
         store = Store(engine, tokens.counter(cfg.encoding))
         access.set_operator(store, "ada", True)
         token, _ = access.new_token(store, "ada", Clock()())

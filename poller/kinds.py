@@ -36,7 +36,7 @@ class KindSpec:
 
     The traits are what :func:`poller.law.decide` weighs it by; the hooks are
     how the listeners' loop finds it due and what a wake of it reads and
-    leaves behind (:mod:`poller.cycle.evaluate`, :mod:`poller.cycle.draft`);
+    leaves behind (:mod:`poller.cycle.evaluate`, :mod:`poller.cycle.drafts`);
     the frames are what ``preview --frames`` prints of it.  Hooks take plain
     arguments; a kind that leaves one out gets the plain behaviour.
     """
@@ -59,7 +59,7 @@ class KindSpec:
     schedule: str = "cooled"  # its part of next_due: cooled (waits out a cooldown) | free | lifts
     after_skip: Optional[Callable] = None  # (ctx, s, listener, decision, now): a skip's mark
     after_wake: Optional[Callable] = None  # (ctx, s, listener, draft, now): what a wake takes
-    gather: Optional[Callable] = None  # what it shows; see poller.cycle.draft.Material
+    gather: Optional[Callable] = None  # what it shows; see poller.cycle.drafts.Material
     # -- the wake
     composed: bool = True  # False: the wake is the person's command as typed
     delta: bool = True  # into a live session, carries only what is new to it

@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Optional
 
-from poller import away as away_rules, errors, law, settings
+from poller import errors, law, settings
+from poller.away import presence
 from poller.cycle.recover import stop_turn
-from poller.store import Store, away as absences, cycle, ops
+from poller.store import Store, absences, cycle, ops
 from poller.store.core import resolve_in
 from poller.text import iso
 
@@ -125,7 +126,7 @@ def _away_json(s, a: absences.Absence, slugs: dict, now: dt.datetime) -> dict:
     return {"activity": a.activity, "label": a.label, "mood": slugs.get(a.mood_id),
             "since": iso(a.departed_at), "back_about": iso(a.due_at), "reachable": a.reachable,
             "called_back": a.cut_short_by is not None,
-            "line": away_rules.presence(a.label, a.due_at, zone)}
+            "line": presence(a.label, a.due_at, zone)}
 
 
 def away(store: Store, now: dt.datetime) -> dict[int, dict]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from poller.cycle import draft as drafts
+from poller.cycle import drafts
 from poller import errors
 from poller.cycle.context import Planned
 from poller.kinds import WakeKind

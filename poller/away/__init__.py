@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from poller import kinds, law
-from poller.away import catalog as catalogs
+from poller.away import catalog
 from poller.kinds import Outcome
 
 STOCK = "I'm back from {phrase}."
@@ -79,7 +79,7 @@ class Idle:
     last_nudge: Optional[dt.datetime] = None
 
 
-def nudge_blocked(idle: Idle, cat: catalogs.Catalog) -> str:
+def nudge_blocked(idle: Idle, cat: catalog.Catalog) -> str:
     """Why no idle nudge is due now ("" when one is): ``away``, ``never-spoke``,
     ``not-quiet``, ``min-gap``, ``debounce`` or ``outside-hours``.
 
@@ -101,7 +101,7 @@ def nudge_blocked(idle: Idle, cat: catalogs.Catalog) -> str:
         return "min-gap"
     if idle.last_nudge is not None and idle.now - idle.last_nudge < quiet:
         return "debounce"
-    if not catalogs.in_hours(cat.active_hours, local(idle.now, idle.zone).time()):
+    if not catalog.in_hours(cat.active_hours, local(idle.now, idle.zone).time()):
         return "outside-hours"
     return ""
 

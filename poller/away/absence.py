@@ -10,7 +10,7 @@ finishes:
 2. **its account** of the outing, from the configured OpenAI-compatible
    endpoint (the summarizer's), with no transaction open; with no endpoint,
    or on any failure, a stock line from the catalog's label;
-3. **come back** in one transaction (:func:`poller.store.away.finish_return`):
+3. **come back** in one transaction (:func:`poller.store.absences.finish_return`):
    the account as its own post in the Mood it left from, marked as a return;
    the absence's record; fresh eyes after a long absence; and, only if it
    missed pings, a ``return`` wake due there.
@@ -27,12 +27,12 @@ import datetime as dt
 import logging
 from typing import Optional
 
-from poller import away as away_rules
-from poller.away import catalog as catalogs
+from poller import away
+from poller.away import catalog
 from poller.wake import summarize
 from poller.config import SummarizerConfig
 from poller.cycle.context import Context
-from poller.store import away as absences, cycle
+from poller.store import absences, cycle
 
 log = logging.getLogger("poller.absence")
 
@@ -40,16 +40,16 @@ CLAIM_STALE_MIN = dt.timedelta(seconds=60)  # a return claimed longer ago is tak
 NUDGE_EVERY = dt.timedelta(seconds=60)  # how often idle nudges are weighed
 
 
-def account(config: SummarizerConfig, outing: away_rules.Outing, client=None) -> tuple[str, str]:
+def account(config: SummarizerConfig, outing: away.Outing, client=None) -> tuple[str, str]:
     """Its account of the outing and where it came from (``llm`` or ``stock``)."""
-    stock = away_rules.stock_account(outing.label)
+    stock = away.stock_account(outing.label)
     if not (config.url and config.model):
         return stock, "stock"
     body = {"model": config.model, "temperature": 0.7,
-            "max_tokens": away_rules.EXPERIENCE_TOKENS,
-            "messages": away_rules.experience_messages(outing)}
+            "max_tokens": away.EXPERIENCE_TOKENS,
+            "messages": away.experience_messages(outing)}
     try:
-        text = away_rules.clean_account(summarize.complete(config, body, client))
+        text = away.clean_account(summarize.complete(config, body, client))
     except summarize.SummaryError as exc:
         log.warning("%s's account of %s: %s; a stock line serves", outing.agent, outing.label,
                     exc, extra={"action": "account_failed", "agent": outing.agent})
@@ -83,16 +83,16 @@ def _finish(ctx: Context, absence: absences.Absence, holder: str, now: dt.dateti
     agent = ctx.agents.get(absence.agent_id)
     handle = agent.handle if agent else str(absence.agent_id)
     out_for = max(0, round(((now - absence.departed_at).total_seconds()) / 60))
-    text, source = account(ctx.config.summarizer, away_rules.Outing(
+    text, source = account(ctx.config.summarizer, away.Outing(
         handle, absence.label, absence.seed, absence.note, out_for,
         absence.cut_short_by is not None))
     with ctx.store.writing() as s:
         done = absences.finish_return(s, ctx.counter, absence, holder,
-                                      away_rules.return_text(absence.label, text), now)
+                                      away.return_text(absence.label, text), now)
     if done is None:
         return 0
     log.info("%s is back from %s after %d minutes (%s%s; %d missed ping(s))", handle,
-             away_rules.phrase(absence.label), out_for, done.absence.status, ", fresh eyes" if done.fresh_eyes else "",
+             away.phrase(absence.label), out_for, done.absence.status, ", fresh eyes" if done.fresh_eyes else "",
              done.missed, extra={"action": "absence_returned", "agent": handle,
                                  "activity_id": absence.id, "status": done.absence.status,
                                  "missed": done.missed, "account": source})
@@ -103,14 +103,14 @@ def nudges(ctx: Context, now: dt.datetime) -> int:
     """Make an idle nudge due for each agent with a catalog that has earned one; how many."""
     due = []
     with ctx.store.reading() as s:
-        out = absences.active(s, [a.id for a in ctx.agents.values() if catalogs.path_of(a)])
+        out = absences.active(s, [a.id for a in ctx.agents.values() if catalog.path_of(a)])
         for agent in ctx.agents.values():
-            cat = catalogs.of(agent)
+            cat = catalog.of(agent)
             if cat is None:
                 continue
             mood_id, quiet_since, last_return, last_nudge = absences.idle_facts(s, agent.id)
             zone = ctx.settings.values(mood_id, agent.id, now)["timezone"] if mood_id else "UTC"
-            why = away_rules.nudge_blocked(away_rules.Idle(
+            why = away.nudge_blocked(away.Idle(
                 now, zone, agent.id in out, quiet_since, last_return, last_nudge), cat)
             if not why:
                 due.append((agent.id, mood_id))

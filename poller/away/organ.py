@@ -17,9 +17,9 @@ import datetime as dt
 
 from poller import away, kinds, law
 from poller.away import catalog, replies
-from poller.cycle import draft as drafts, presence
+from poller.cycle import drafts, presence
 from poller.kinds import KindSpec, WakeKind
-from poller.store import away as absences, gather
+from poller.store import absences, reads
 from poller.turns import blocks
 from poller.wake import compose
 
@@ -33,12 +33,12 @@ def returned(g: drafts.Gathering) -> drafts.Material:
     absence = absences.get(s, activity_id)
     missed = absences.missed(s, activity_id)
     answers = [m.post_id for m in missed]
-    posts = {p.id: p for p in gather.posts_by_id(s, answers)}
+    posts = {p.id: p for p in reads.posts_by_id(s, answers)}
     hist, earlier = g.history(max(g.since, absence.departure_post_id))
     in_hist = {p.id for p in hist}
     newest = {m.post_id for m in [m for m in missed if m.post_id not in in_hist][-compose.EXCERPTS:]}
     pings = tuple(compose.MissedPing(m.mood, posts[m.post_id],
-                                     gather.around(s, m.post_id, AROUND_PING)
+                                     reads.around(s, m.post_id, AROUND_PING)
                                      if m.post_id in newest else ())
                   for m in missed if m.post_id in posts)
     out_for = ((absence.returned_at or absence.due_at) - absence.departed_at).total_seconds()

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 
 from poller.away import catalog
-from poller.store import away, cycle, turns
+from poller.store import absences, cycle, turns
 from poller.turns import blocks
 
 log = logging.getLogger("poller.runner")
@@ -73,7 +73,7 @@ def apply_away(s, counter, turn: turns.Ending, block: AwayBlock, now: dt.datetim
     """Start the absence the block asks for, after the reply just posted (its goodbye);
     or the reason it is refused.  The duration is rolled from the catalog entry."""
     cycle.lock_agent(s, turn.agent_id)  # one absence at a time, whichever turn asks first
-    if away.active_for(s, turn.agent_id) is not None:
+    if absences.active_for(s, turn.agent_id) is not None:
         return "you are away from the screen already"
     agent = turns.agent_of(s, turn.agent_id)
     found, why = _entry(agent, block.activity)
@@ -81,9 +81,9 @@ def apply_away(s, counter, turn: turns.Ending, block: AwayBlock, now: dt.datetim
         return why
     entry, cat = found
     minutes = random.randint(*entry.duration)
-    going = away.Going(entry.id, entry.label, entry.seed, entry.reachable,
+    going = absences.Going(entry.id, entry.label, entry.seed, entry.reachable,
                        cat.archive_after_minutes, cat.catch_up_limit)
-    absence = away.start(s, agent_id=turn.agent_id, mood_id=turn.mood_id, going=going,
+    absence = absences.start(s, agent_id=turn.agent_id, mood_id=turn.mood_id, going=going,
                          note=block.note, minutes=minutes, post_id=turn.reply_post_id,
                          wake_id=turn.id, now=now)
     log.info("%s went out: %s for %d minutes", agent.handle, entry.label, minutes,
@@ -97,9 +97,9 @@ def come_back_if_called(s, counter, turn: turns.Ending, posted: bool, now: dt.da
     absence short: it comes back now.  A silent one keeps it out."""
     if not posted:
         return
-    judged = away.judgment_of(s, turn.id)
+    judged = absences.judgment_of(s, turn.id)
     if judged is not None:
-        away.call_back(s, *judged, now)
+        absences.call_back(s, *judged, now)
         log.info("wake %s: a reply to a judgment, so the absence is cut short", turn.id,
                  extra={"action": "absence_cut_short", "wake_id": turn.id,
                         "activity_id": judged[0]})

@@ -94,17 +94,17 @@ def outbox(ctx: click.Context, failed: bool, limit: int, as_json: bool) -> None:
     """What the bridges are to deliver, have delivered, or gave up on."""
     if ctx.invoked_subcommand is not None:
         return
-    from poller.store import outbox as store_outbox
+    import poller.store.outbox
 
     app = ctx.find_object(App)
-    items = store_outbox.items(app.store, failed=failed, limit=limit)
+    items = poller.store.outbox.items(app.store, failed=failed, limit=limit)
     if as_json:
         common.echo_json([i.to_json() for i in items])
         return
     common.table([[str(i.id), i.bridge, i.mood, i.event, i.status, str(i.attempts),
                    i.external_id or "", i.last_error] for i in items],
                  ["ID", "BRIDGE", "MOOD", "EVENT", "STATUS", "TRIES", "SENT AS", "LAST ERROR"])
-    counts = store_outbox.counts(app.store)
+    counts = poller.store.outbox.counts(app.store)
     click.echo(", ".join(f"{counts.get(s, 0)} {s}" for s in ("pending", "sent", "failed")))
 
 
@@ -115,9 +115,9 @@ def outbox(ctx: click.Context, failed: bool, limit: int, as_json: bool) -> None:
 @pass_app
 def outbox_retry(app: App, item_id: int, as_json: bool) -> None:
     """Send the failed outbox item ID again (now, with its attempts reset)."""
-    from poller.store import outbox as store_outbox
+    import poller.store.outbox
 
-    item = store_outbox.retry(app.store, item_id, app.now())
+    item = poller.store.outbox.retry(app.store, item_id, app.now())
     if as_json:
         common.echo_json(item.to_json())
         return

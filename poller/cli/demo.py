@@ -21,11 +21,11 @@ def demo(directory: str | None, serve: bool, port: int) -> None:
     Uses its own throwaway SQLite database (never --db) and the bundled
     example agent; no network.
     """
-    from poller import demo as demo_mod
+    import poller.demo
 
-    summary = demo_mod.run(directory, echo=common.echo)
+    summary = poller.demo.run(directory, echo=common.echo)
     if serve:
-        demo_mod.serve(summary["db_url"], port, echo=click.echo)
+        poller.demo.serve(summary["db_url"], port, echo=click.echo)
 
 
 COMMANDS = [demo]

@@ -166,12 +166,12 @@ def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | N
     """List recent wakes ('wakes show ID' prints one in full)."""
     if ctx.invoked_subcommand is not None:
         return
-    from poller import observe as insight
+    from poller import observe
     from poller.text import parse_time
 
     app: App = ctx.obj
     since_at = parse_time(since, "--since") if since else None
-    rows = insight.wakes(app.store, mood=mood, agent=agent, kind=kind, limit=limit,
+    rows = observe.wakes(app.store, mood=mood, agent=agent, kind=kind, limit=limit,
                          status=status, since=since_at)
     if as_json:
         common.echo_json(rows)
@@ -187,9 +187,9 @@ def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | N
 @pass_app
 def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
     """Print the full text of wake WAKE_ID."""
-    from poller import observe as insight
+    from poller import observe
 
-    w = insight.wake(app.store, wake_id)
+    w = observe.wake(app.store, wake_id)
     if as_json:
         common.echo_json(w)
         return
@@ -214,12 +214,12 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
 
     Name them as HANDLE SLUG or as --agent HANDLE --mood SLUG.
     """
-    from poller import observe as insight
+    from poller import observe
 
     handle = _one_of(handle_arg, handle, "HANDLE", "--agent")
     slug = _one_of(slug_arg, slug, "SLUG", "--mood")
 
-    answer = insight.why(app.store, slug, handle, app.now())
+    answer = observe.why(app.store, slug, handle, app.now())
     if as_json:
         common.echo_json(answer)
         return
@@ -291,9 +291,9 @@ def _one_of(positional: str | None, option: str | None, name: str, flag: str) ->
 @pass_app
 def status(app: App, as_json: bool) -> None:
     """Agents (idle / at work / held), turns in flight, holds and next due times."""
-    from poller import observe as insight
+    from poller import observe
 
-    st = insight.status(app.store, app.now())
+    st = observe.status(app.store, app.now())
     if as_json:
         common.echo_json(st)
         return
@@ -332,17 +332,17 @@ def status(app: App, as_json: bool) -> None:
 @pass_app
 def scram(app: App, lift: bool, by: str | None, as_json: bool) -> None:
     """Emergency stop: wake nothing anywhere and end running turns."""
-    from poller import observe as insight
+    from poller import observe
 
     if lift:
-        lifted = insight.lift_scram(app.store, app.now())
+        lifted = observe.lift_scram(app.store, app.now())
         if as_json:
             common.echo_json({"scram": False, "lifted": lifted, "turns_ended": 0})
             return
         click.echo("emergency stop lifted; what was owed is still owed" if lifted
                    else "no emergency stop was set")
         return
-    ended = insight.set_scram(app.store, by, app.now())
+    ended = observe.set_scram(app.store, by, app.now())
     if as_json:
         common.echo_json({"scram": True, "lifted": False, "turns_ended": ended})
         return
@@ -360,17 +360,17 @@ def scram(app: App, lift: bool, by: str | None, as_json: bool) -> None:
 @pass_app
 def stop(app: App, handle: str, slug: str, lift: bool, by: str | None, as_json: bool) -> None:
     """Stop one agent in one Mood: end its turn there and hold its wakes there until --lift."""
-    from poller import observe as insight
+    from poller import observe
 
     if lift:
-        lifted = insight.lift_stop(app.store, handle, slug, app.now())
+        lifted = observe.lift_stop(app.store, handle, slug, app.now())
         if as_json:
             common.echo_json({"agent": handle, "mood": slug, "stopped": False, "lifted": lifted})
             return
         click.echo(f"{handle} may take turns in {slug} again; what was owed is answered now"
                    if lifted else f"{handle} was not stopped in {slug}")
         return
-    done = insight.stop_agent(app.store, handle, slug, by, app.now())
+    done = observe.stop_agent(app.store, handle, slug, by, app.now())
     if as_json:
         common.echo_json({**done, "lifted": False})
         return

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 
 import click
 
-from poller import config as config_mod, errors, tokens
+from poller import errors, tokens
+
+from poller.config import SECTIONS, Config, warnings
+from poller.config import load as load_config
 from poller.cli import App, common, pass_app
 from poller.secure import mask_text, mask_url
 
@@ -48,14 +51,14 @@ def check(ctx: click.Context, app: App, path: str | None, as_json: bool, connect
     written in the file, or a file holding one that every user may read, is
     a warning on stderr.
     """
-    cfg = config_mod.load(path, db_url=app._db_url) if path else app.config
+    cfg = load_config(path, db_url=app._db_url) if path else app.config
     check_database_url(cfg)
     try:
         tokens.encoding(cfg.encoding)
     except errors.TokenizerError as exc:
         # tiktoken's own message runs to several lines; an operator needs the first.
         raise errors.TokenizerError(str(exc).strip().splitlines()[0]) from exc
-    for warning in config_mod.warnings(cfg):
+    for warning in warnings(cfg):
         common.echo(f"mood-poller: warning: {warning}", err=True)
     resolved = sectioned(cfg)
     results = connect_checks(cfg) if connect else []
@@ -78,7 +81,7 @@ def check(ctx: click.Context, app: App, path: str | None, as_json: bool, connect
         ctx.exit(errors.StoreBusy.exit_code)  # 75: it may work when tried again
 
 
-def check_database_url(cfg: config_mod.Config) -> None:
+def check_database_url(cfg: Config) -> None:
     """ConfigError (exit 78), one line with the URL masked, if SQLAlchemy cannot read it."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -92,14 +95,14 @@ def check_database_url(cfg: config_mod.Config) -> None:
                                  f"{mask_url(cfg.db_url)!r}") from None
 
 
-def sectioned(cfg: config_mod.Config) -> dict[str, dict]:
+def sectioned(cfg: Config) -> dict[str, dict]:
     """The resolved values in the config file's own layout, secrets and passwords masked."""
     from poller.store import db
 
     masked = cfg.masked()
     out = {"database": {"url": db.safe_url(cfg.db_url)},
            "tokenizer": {"encoding": masked["encoding"]}}
-    for section in config_mod.SECTIONS:
+    for section in SECTIONS:
         # Any URL (the summarizer's, the wiki's) may carry a password or a key too.
         out[section] = {key: mask_url(value) if isinstance(value, str) and "://" in value else value
                         for key, value in masked[section].items()}
@@ -145,11 +148,11 @@ class Reached:
         return f"{self.name}: {self.status} ({self.detail})"
 
 
-def connect_checks(cfg: config_mod.Config) -> list[Reached]:
+def connect_checks(cfg: Config) -> list[Reached]:
     return [reach_database(cfg), reach_wiki(cfg), reach_summarizer(cfg), reach_mail(cfg)]
 
 
-def reach_database(cfg: config_mod.Config) -> Reached:
+def reach_database(cfg: Config) -> Reached:
     """Open the database and run SELECT 1; a SQLite file that is not there yet is not made."""
     from pathlib import Path
 
@@ -173,7 +176,7 @@ def reach_database(cfg: config_mod.Config) -> Reached:
     return Reached("database", "ok", f"{where} answered SELECT 1")
 
 
-def reach_wiki(cfg: config_mod.Config) -> Reached:
+def reach_wiki(cfg: Config) -> Reached:
     """Fetch the dials page within wiki.timeout; skipped with no wiki.site."""
     if not cfg.wiki.site:
         return Reached("wiki", "skipped", "no wiki configured (wiki.site is empty)")
@@ -194,7 +197,7 @@ def reach_wiki(cfg: config_mod.Config) -> Reached:
                                  f"{mask_url(wiki.site)}")
 
 
-def reach_summarizer(cfg: config_mod.Config) -> Reached:
+def reach_summarizer(cfg: Config) -> Reached:
     """An HTTP GET of the endpoint's model list within summarizer.timeout; skipped unless
     summarizer.kind is llm.  Any answer but a refused key or a server error is ok."""
     sc = cfg.summarizer
@@ -223,7 +226,7 @@ def reach_summarizer(cfg: config_mod.Config) -> Reached:
     return Reached("summarizer", "ok", f"{shown} answered HTTP {code}")
 
 
-def reach_mail(cfg: config_mod.Config) -> Reached:
+def reach_mail(cfg: Config) -> Reached:
     """Connect to the mail server (TLS verified) and log in, then leave: nothing is sent.
     It checks that the server answers and takes the login, not that mail is delivered."""
     if not cfg.mail.host:

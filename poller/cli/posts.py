@@ -54,7 +54,7 @@ def _import(app: App, slug: str | None, sender: str | None, as_json: bool) -> No
     write them all in one transaction."""
     import json
 
-    from poller import text as text_mod
+    import poller.text
     from poller.store import core
 
     ready = []
@@ -80,7 +80,7 @@ def _import(app: App, slug: str | None, sender: str | None, as_json: bool) -> No
         if stamp is not None and not isinstance(stamp, str):
             raise errors.UserError(f'line {n}: "at" must be an ISO 8601 string')
         try:
-            when = text_mod.parse_time(stamp, '"at"') if stamp else app.now()
+            when = poller.text.parse_time(stamp, '"at"') if stamp else app.now()
             ready += app.store.admit([core.NewPost(mood, who, body, when)])
         except errors.UserError as exc:
             raise errors.UserError(f"line {n}: {exc}") from None

@@ -43,13 +43,13 @@ def preview(app: App, slug: str | None, handle: str | None, kind: str | None, fu
     if missing:
         raise click.UsageError(f"preview needs {', '.join(missing)} (or --frames)")
     from poller.cycle import loop
-    from poller import preview as preview_mod
+    from poller.preview import preview as preview_now
     from wiki_rules.source import DialSource
 
     at = app.now()
     dials = DialSource.from_config(app.config, app.engine())
     poller = loop.Poller(app.store, app.config, dials=dials.current)
-    planned = preview_mod.preview(poller, slug, handle, kind, at, full)
+    planned = preview_now(poller, slug, handle, kind, at, full)
     if as_json:
         common.echo_json({"mood": planned.mood, "agent": planned.agent, "kind": planned.kind,
                           "tools": planned.tools, "answers": list(planned.answers),

@@ -73,11 +73,11 @@ def _loopback(host: str) -> bool:
 @pass_app
 def health(app: App, as_json: bool) -> None:
     """Is the database answering and a poller cycling? Exit 0 if so, 1 if not (for cron)."""
-    from poller.web import health as checks
+    import poller.web.health
     from wiki_rules.source import DialSource
 
     dials = DialSource.from_config(app.config, app.engine(check=False))
-    report = checks.facts(app.store, app.now(), dials)
+    report = poller.web.health.facts(app.store, app.now(), dials)
     if as_json:
         common.echo_json(report)
     else:

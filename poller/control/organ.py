@@ -18,10 +18,10 @@ import datetime as dt
 
 from poller import kinds
 from poller.control import commands, replies, slash
-from poller.cycle import draft as drafts, scan
+from poller.cycle import drafts, scan
 from poller.cycle.context import log
 from poller.kinds import KindSpec, Tools, WakeKind
-from poller.store import cycle, gather
+from poller.store import cycle, reads
 from poller.turns import blocks
 
 
@@ -32,7 +32,7 @@ def command_draft(g: drafts.Gathering) -> drafts.Draft:
     asked = slash.parse(cycle.post_texts(g.s, [post_id]).get(post_id, ""))
     word = asked.word if asked else ""
     return drafts.Draft(g.agent, g.mood, WakeKind.COMMAND, Tools.LOOK, None, [post_id], None, 0,
-                        gather.command_extras(g.s, g.agent.id, g.mood.id), command=f"/{word}")
+                        reads.command_extras(g.s, g.agent.id, g.mood.id), command=f"/{word}")
 
 
 def command_taken(ctx, s, l, _done, now) -> None:

@@ -6,7 +6,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from poller import config as config_mod, law
+from poller import law
+
+from poller.config import Config, PollerConfig
 from poller.store import Store
 from poller.store.cycle import SettingsCache
 from poller.values import AgentInfo
@@ -61,7 +63,7 @@ class Context:
     """One poller's shared state across the steps of its cycles."""
 
     store: Store
-    config: config_mod.Config
+    config: Config
     settings: SettingsCache = field(default_factory=SettingsCache)
     summarizer: object = None
     screen: object = None  # poller.screen.Screen, when one is configured
@@ -69,7 +71,7 @@ class Context:
     agents: dict[int, AgentInfo] = field(default_factory=dict)  # this cycle's agents
 
     @property
-    def cfg(self) -> config_mod.PollerConfig:
+    def cfg(self) -> PollerConfig:
         return self.config.poller
 
     @property

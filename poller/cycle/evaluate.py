@@ -6,8 +6,8 @@ Each pair is weighed in Python; every decision is recorded with its reason
 code, and skips, holds and deferrals update the listener; the batch's
 listeners and decisions are then written with one executemany each.  A
 decision to wake stops the weighing of that pair and yields a
-:class:`poller.cycle.draft.Draft`, gathered in the same transaction, for the cycle
-to compose and record (:mod:`poller.cycle.draft`).  A pair whose weighing raises
+:class:`poller.cycle.drafts.Draft`, gathered in the same transaction, for the cycle
+to compose and record (:mod:`poller.cycle.drafts`).  A pair whose weighing raises
 is left out (its listener as it was) and returned to be set aside; the rest
 of the batch goes on.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from poller import kinds, law
-from poller.cycle import draft as drafts
+from poller.cycle import drafts
 from poller.cycle import due, presence
 from poller.cycle.context import Context, TickReport, log_decision
 from poller.kinds import Outcome, ParticipantKind, Trust, WakeKind

@@ -16,7 +16,7 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
    Before it, the scheduled wakes (alarms, missed check-ins, the contact
    stage: :mod:`poller.schedules.scheduled`) are weighed, composed and recorded; after
    it, the mail outbox is sent (:mod:`poller.schedules.mail`);
-4. **compose** (:mod:`poller.cycle.draft`): renders the batch's wakes with no
+4. **compose** (:mod:`poller.cycle.drafts`): renders the batch's wakes with no
    transaction open;
 5. **commit**: records them and the posts they answer in one short write
    transaction that re-checks each claim (a savepoint each);
@@ -39,9 +39,10 @@ import time
 import uuid
 from typing import Callable, Optional
 
-from poller.away import absence, catalog as catalogs
-from poller import clock as clock_mod, config as config_mod
-from poller.cycle import draft as drafts, evaluate
+from poller.away import absence, catalog
+from poller.clock import SYSTEM
+from poller.config import Config
+from poller.cycle import drafts, evaluate
 from poller import errors
 from poller.turns import launch
 from poller.schedules import mail, scheduled
@@ -75,7 +76,7 @@ BEAT_EVERY_S = 1.0  # a loop its bell rings cycles more often; its beat is writt
 
 
 class Poller:
-    def __init__(self, store: Store, config: config_mod.Config, *,
+    def __init__(self, store: Store, config: Config, *,
                  dials: Optional[Callable[[dt.datetime], DialWords]] = None,
                  launcher: Optional[launch.Launcher] = None, detach: bool = False,
                  scope: Scope = Scope()):
@@ -198,7 +199,7 @@ class Poller:
         with self._rx() as s:
             agents = cycle.agents(s)
         for agent in agents.values():
-            catalogs.of(agent, strict=True)
+            catalog.of(agent, strict=True)
         self._catalogs_checked = True
 
     def _away_and_back(self, now: dt.datetime, report: TickReport) -> None:
@@ -372,7 +373,7 @@ class Poller:
     # -- run ----------------------------------------------------------------------------------
 
     def run(self, interval: float, stop: threading.Event,
-            clock: Callable[[], dt.datetime] = clock_mod.SYSTEM) -> None:
+            clock: Callable[[], dt.datetime] = SYSTEM) -> None:
         """Cycle every *interval* seconds, and at once when something is committed.
 
         Whoever sets *stop* rings :data:`poller.store.bell.BELL` so the sleep ends.

@@ -12,9 +12,9 @@ own ``organ`` module (:mod:`poller.cycle.organs` loads them all).
 from __future__ import annotations
 
 from poller import kinds
-from poller.cycle import draft as drafts
+from poller.cycle import drafts
 from poller.kinds import KindSpec, WakeKind
-from poller.store import cycle, gather
+from poller.store import cycle, reads
 from poller.wake import compose
 
 LISTENING_GATES = ("listening-mentions", "listening-off", "stopped")  # a consider waits them out
@@ -26,7 +26,7 @@ LISTENING_GATES = ("listening-mentions", "listening-off", "stopped")  # a consid
 def called(g: drafts.Gathering) -> drafts.Material:
     """The posts that called it and what was said since it last spoke (for a session,
     since its last wake there: what came after, even while that turn ran, is new to it)."""
-    woke = gather.posts_by_id(g.s, g.owed)
+    woke = reads.posts_by_id(g.s, g.owed)
     after = g.since if g.held else max(g.since, cycle.last_spoke_id(g.s, g.agent.id, g.mood.id))
     hist, earlier = g.history(after, {p.id for p in woke})
     return drafts.Material(hist, woke=woke, answers=list(g.owed), earlier=earlier)
@@ -113,7 +113,7 @@ QUIET = kinds.register(KindSpec(
 
 def left_unanswered(g: drafts.Gathering) -> drafts.Material:
     """The posts its cut-off turn was woken for, still unanswered, and what came since."""
-    woke = gather.posts_by_id(g.s, cycle.answers(g.s, g.l.followup_of))
+    woke = reads.posts_by_id(g.s, cycle.answers(g.s, g.l.followup_of))
     after = g.since if g.held else max(g.since, cycle.last_spoke_id(g.s, g.agent.id, g.mood.id))
     hist, earlier = g.history(after, {p.id for p in woke})
     return drafts.Material(hist, woke=woke, earlier=earlier)

@@ -26,7 +26,7 @@ from typing import Optional
 from poller.schedules import alarms, checkins, timing
 from poller import errors, text
 from poller.kinds import AgreementStatus, ContactState, WakeKind
-from poller.store import schedules as rows
+from poller.store import schedules
 
 EMAIL_RE = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+")
 MAIL_DOMAIN = "mood-poller.invalid"
@@ -53,14 +53,14 @@ def terms(g) -> checkins.Terms:
 
 
 def replan(s, g, now: dt.datetime) -> None:
-    st = rows.open_streak(s, g.id)
+    st = schedules.open_streak(s, g.id)
     g.next_check_at = checkins.next_check(terms(g), st.grace_until if st else None,
                                           st.contact_state if st else ContactState.NONE)
     g.updated_at, g.version = now, g.version + 1
 
 
 def close_streak(s, g, why: str, now: dt.datetime) -> bool:
-    st = rows.open_streak(s, g.id)
+    st = schedules.open_streak(s, g.id)
     if st is None:
         return False
     st.closed_at, st.closed_by = now, why
@@ -81,14 +81,14 @@ def setup(store, *, person: str, agent: str, mood: str, kind: str, when: str, tz
         raise errors.UserError(f"{timing.shown(spec.latest(now), tz)} has passed: a once "
                                "agreement needs a deadline ahead")
     with store.writing() as s:
-        ids = (rows.participant_id(s, person, "person"), rows.participant_id(s, agent, "agent"),
-               rows.mood_id(s, mood))
-        old = rows.live_agreement(s, ids[0], lock=True)
+        ids = (schedules.participant_id(s, person, "person"), schedules.participant_id(s, agent, "agent"),
+               schedules.mood_id(s, mood))
+        old = schedules.live_agreement(s, ids[0], lock=True)
         if old is not None:
             close_streak(s, old, "replace", now)
             old.status, old.armed, old.next_check_at = AgreementStatus.REPLACED, False, None
             old.consent_digest, old.version = None, old.version + 1
-        g = rows.add_agreement(s, person_id=ids[0], agent_id=ids[1], mood_id=ids[2], kind=kind,
+        g = schedules.add_agreement(s, person_id=ids[0], agent_id=ids[1], mood_id=ids[2], kind=kind,
                                spec=spec.text, tz=spec.tz, grace_minutes=grace,
                                lateness_cutoff_minutes=cutoff, status=AgreementStatus.ACTIVE,
                                contact_email=email, processed_until=now, created_at=now,
@@ -112,7 +112,7 @@ def invite(s, g, person: str, now: dt.datetime) -> None:
             f"runs the service) this code, which works once:\n\n    {code}\n\nIf you do not "
             f"agree, do nothing: without your agreement you will never be written to.\n"
             f"{CONTACT_FOOTER}")
-    rows.add_mail(s, agreement_id=g.id, purpose="invite", recipient=g.contact_email,
+    schedules.add_mail(s, agreement_id=g.id, purpose="invite", recipient=g.contact_email,
                   subject=f"{person} asks: may an AI agent write to you if they miss a check-in?",
                   body=body, message_id=make_msgid(domain=MAIL_DOMAIN), created_at=now)
 
@@ -120,7 +120,7 @@ def invite(s, g, person: str, now: dt.datetime) -> None:
 def accept(store, code: str, now: dt.datetime) -> dict:
     """The contact's consent, by the invitation's code (once)."""
     with store.writing() as s:
-        g = rows.by_consent(s, digest(code)) if code.strip() else None
+        g = schedules.by_consent(s, digest(code)) if code.strip() else None
         if g is None:
             raise errors.UserError("that code is unknown or was already used")
         g.consent_digest, g.consent_at = None, now
@@ -132,7 +132,7 @@ def accept(store, code: str, now: dt.datetime) -> dict:
 
 
 def _live(s, person: str):
-    g = rows.live_agreement(s, rows.participant_id(s, person, "person"), lock=True)
+    g = schedules.live_agreement(s, schedules.participant_id(s, person, "person"), lock=True)
     if g is None:
         raise errors.NotFound(f"{person} has no check-in agreement")
     return g
@@ -140,7 +140,7 @@ def _live(s, person: str):
 
 def status(store, person: str, now: dt.datetime) -> dict:
     with store.reading() as s:
-        g = rows.live_agreement(s, rows.participant_id(s, person, "person"))
+        g = schedules.live_agreement(s, schedules.participant_id(s, person, "person"))
         if g is None:
             raise errors.NotFound(f"{person} has no check-in agreement")
         return view(s, g, now)
@@ -185,7 +185,7 @@ def _arm(s, g, now, ready) -> None:
                                "accepted the invitation")
     if not ready:
         raise errors.UserError("no mail server is configured ([mail] host): nothing could be sent")
-    if rows.open_streak(s, g.id) is not None or checkins.missed(terms(g), now):
+    if schedules.open_streak(s, g.id) is not None or checkins.missed(terms(g), now):
         raise errors.UserError("a check-in is missed: check in first, then arm")
     g.armed = True
 
@@ -219,8 +219,8 @@ def apply_answer(s, g, answer: checkins.Answer, now: dt.datetime) -> Optional[st
 
 
 def view(s, g, now: dt.datetime) -> dict:
-    t, st = terms(g), rows.latest_streak(s, g.id)
-    names = rows.handles(s, {g.person_id, g.agent_id})
+    t, st = terms(g), schedules.latest_streak(s, g.id)
+    names = schedules.handles(s, {g.person_id, g.agent_id})
     nxt = t.when.next(t.floor) if g.status == AgreementStatus.ACTIVE else None
     missing = checkins.missed(t, now)
     streak = None
@@ -230,7 +230,7 @@ def view(s, g, now: dt.datetime) -> dict:
                   "grace_until": timing.shown(st.grace_until, g.tz) or None,
                   "contact": st.contact_state or None, "contact_note": st.contact_note or None}
     return {"id": g.id, "person": names[g.person_id], "agent": names[g.agent_id],
-            "mood": rows.slugs(s, {g.mood_id})[g.mood_id], "kind": g.kind, "time": g.spec,
+            "mood": schedules.slugs(s, {g.mood_id})[g.mood_id], "kind": g.kind, "time": g.spec,
             "tz": g.tz, "status": g.status, "next_deadline": timing.shown(nxt, g.tz) or None,
             "answered_until": timing.shown(g.answered_until, g.tz) or None,
             "missed_unprocessed": [timing.shown(m, g.tz) for m in missing],
@@ -247,12 +247,12 @@ def view(s, g, now: dt.datetime) -> dict:
 def confirm_notice(s, w, now: dt.datetime) -> None:
     """The notice's reply was posted: the person was told.  The first confirmed, on-time
     notice of a streak that finds the contact stage armed plans its grace, once."""
-    n = rows.notice(s, w.id)
+    n = schedules.notice(s, w.id)
     if n is None or n.confirmed_at is not None:
         return
     n.confirmed_at = now
-    st = rows.streak(s, n.streak_id)
-    g = rows.agreement(s, st.agreement_id)
+    st = schedules.streak(s, n.streak_id)
+    g = schedules.agreement(s, st.agreement_id)
     if (st.closed_at is None and st.grace_until is None and not n.late and g.armed
             and g.status == AgreementStatus.ACTIVE):
         st.grace_until, st.grace_wake_id = now + dt.timedelta(minutes=g.grace_minutes), w.id
@@ -261,7 +261,7 @@ def confirm_notice(s, w, now: dt.datetime) -> None:
 
 def alarm(s, w, block, notes: list[str], now: dt.datetime) -> str:
     """Add the alarm an ``alarm`` block asks for; or why not."""
-    handle = rows.handles(s, {w.agent_id})[w.agent_id]
+    handle = schedules.handles(s, {w.agent_id})[w.agent_id]
     try:
         row, warns = alarms.add(s, agent_id=w.agent_id, mood_id=w.mood_id, kind=block.kind,
                                 when=block.when, tz=block.tz, note=block.note,
@@ -276,8 +276,8 @@ def alarm(s, w, block, notes: list[str], now: dt.datetime) -> str:
 
 def checkin(s, w, block, notes: list[str], now: dt.datetime) -> str:
     """Count the person's words a ``checkin`` block quotes as their check-in; or why not."""
-    here = rows.agreements_here(s, w.agent_id, w.mood_id)
-    names = rows.handles(s, {g.person_id for g in here})
+    here = schedules.agreements_here(s, w.agent_id, w.mood_id)
+    names = schedules.handles(s, {g.person_id for g in here})
     if block.person:
         here = [g for g in here if names[g.person_id].lower() == block.person.lower()]
     if len(here) != 1:
@@ -303,8 +303,8 @@ def checkin(s, w, block, notes: list[str], now: dt.datetime) -> str:
 def _quoted(s, w, g, quote: str):
     """The person's post shown in this wake whose words the quote gives, or None."""
     want = " ".join(quote.split()).casefold()
-    after = rows.previous_seen(s, w.agent_id, w.mood_id, w.id)
-    for post in reversed(rows.posts_shown(s, w.mood_id, g.person_id, after, w.seen_id)):
+    after = schedules.previous_seen(s, w.agent_id, w.mood_id, w.id)
+    for post in reversed(schedules.posts_shown(s, w.mood_id, g.person_id, after, w.seen_id)):
         if want in " ".join(post[1].split()).casefold():
             return post
     return None
@@ -313,12 +313,12 @@ def _quoted(s, w, g, quote: str):
 def contact(s, w, block, notes: list[str], now: dt.datetime) -> str:
     """Write the one contact message a ``contact`` block gives to the outbox, or record
     that the agent declined (a block of None: it wrote no valid one); or why not."""
-    st = rows.streak_of_contact_wake(s, w.id)
+    st = schedules.streak_of_contact_wake(s, w.id)
     if w.kind != WakeKind.CHECKIN_CONTACT or st is None:
         return "a contact block is honoured only in the checkin-contact wake that offers it"
     if st.contact_state != ContactState.OFFERED:
         return "this wake's one contact message was already used"
-    g = rows.agreement(s, st.agreement_id)
+    g = schedules.agreement(s, st.agreement_id)
     if block is None or block.decline:
         st.contact_state = ContactState.DECLINED
         st.contact_note = block.decline if block else "the reply wrote no valid contact block"
@@ -333,7 +333,7 @@ def contact(s, w, block, notes: list[str], now: dt.datetime) -> str:
     if why:
         st.contact_state, st.contact_note = ContactState.REFUSED, why
         return why
-    rows.add_mail(s, agreement_id=g.id, streak_id=st.id, purpose="contact",
+    schedules.add_mail(s, agreement_id=g.id, streak_id=st.id, purpose="contact",
                   recipient=g.contact_email, subject=text.check_utf8(block.subject, "subject"),
                   body=block.body + CONTACT_FOOTER, message_id=make_msgid(domain=MAIL_DOMAIN),
                   created_at=now)

@@ -17,7 +17,7 @@ from typing import Optional
 
 from poller.schedules import checkins, timing
 from poller import errors, text
-from poller.store import schedules as rows
+from poller.store import schedules
 
 MAX_NOTE_CHARS = 500
 DEFAULT_CUTOFF_MINUTES = 60
@@ -65,7 +65,7 @@ def add(s, *, agent_id: int, mood_id: int, kind: str, when: str, tz: str, note: 
     if first is None:
         raise errors.UserError(f"{timing.shown(timing.on_clock(timing.parse_at(when), spec.zone), tz)}"
                                " has passed: an alarm must be in the future")
-    row = rows.add_alarm(s, agent_id=agent_id, mood_id=mood_id, kind=spec.kind, spec=spec.text,
+    row = schedules.add_alarm(s, agent_id=agent_id, mood_id=mood_id, kind=spec.kind, spec=spec.text,
                          tz=spec.tz, note=check_note(note), set_by=set_by,
                          lateness_cutoff_minutes=cutoff, created_at=now, next_at=first)
     return row, timing.warnings(spec, now)
@@ -82,24 +82,24 @@ def view(row, agent: str, mood: str) -> dict:
 
 def add_named(store, *, agent: str, mood: str, now: dt.datetime, **kw) -> tuple[dict, list[str]]:
     with store.writing() as s:
-        a, m = rows.participant_id(s, agent, "agent"), rows.mood_id(s, mood)
+        a, m = schedules.participant_id(s, agent, "agent"), schedules.mood_id(s, mood)
         row, warns = add(s, agent_id=a, mood_id=m, now=now, **kw)
-        return view(row, rows.handles(s, {a})[a], rows.slugs(s, {m})[m]), warns
+        return view(row, schedules.handles(s, {a})[a], schedules.slugs(s, {m})[m]), warns
 
 
 def listing(store, agent: Optional[str] = None, mood: Optional[str] = None,
             include_removed: bool = False) -> list[dict]:
     with store.reading() as s:
-        a = rows.participant_id(s, agent, "agent") if agent else None
-        m = rows.mood_id(s, mood) if mood else None
-        found = rows.alarms(s, a, m, include_removed)
-        names = rows.handles(s, {r.agent_id for r in found})
-        places = rows.slugs(s, {r.mood_id for r in found})
+        a = schedules.participant_id(s, agent, "agent") if agent else None
+        m = schedules.mood_id(s, mood) if mood else None
+        found = schedules.alarms(s, a, m, include_removed)
+        names = schedules.handles(s, {r.agent_id for r in found})
+        places = schedules.slugs(s, {r.mood_id for r in found})
         return [view(r, names[r.agent_id], places[r.mood_id]) for r in found]
 
 
 def remove(store, alarm_id: int, now: dt.datetime) -> dict:
     with store.writing() as s:
-        row = rows.remove_alarm(s, alarm_id, now)
-        return view(row, rows.handles(s, {row.agent_id})[row.agent_id],
-                    rows.slugs(s, {row.mood_id})[row.mood_id])
+        row = schedules.remove_alarm(s, alarm_id, now)
+        return view(row, schedules.handles(s, {row.agent_id})[row.agent_id],
+                    schedules.slugs(s, {row.mood_id})[row.mood_id])

@@ -30,7 +30,7 @@ from email.message import EmailMessage
 from email.utils import format_datetime
 
 from poller.config import ENV_MAIL_PASSWORD, MailConfig
-from poller.store import schedules as rows
+from poller.store import schedules
 
 log = logging.getLogger("poller.mail")
 
@@ -80,13 +80,13 @@ def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
     if not cfg.host:
         return 0
     with store.writing() as s:
-        rows.release_mail_claims(s, now - STALE_SENDING)
+        schedules.release_mail_claims(s, now - STALE_SENDING)
     with store.reading() as s:
-        waiting = rows.mail_waiting(s)
+        waiting = schedules.mail_waiting(s)
     sent = 0
     for mail_id in waiting:
         with store.writing() as s:
-            m = rows.claim_mail(s, mail_id, holder, now)
+            m = schedules.claim_mail(s, mail_id, holder, now)
             if m is not None and not still_wanted(s, m):
                 m.state, m.error = "withdrawn", "the check-in it was about was answered or ended"
                 m = None
@@ -95,7 +95,7 @@ def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
             continue  # another poller has it, or it is no longer wanted
         state, error = _attempt(cfg, msg, mail_id, lambda: _handing(store, mail_id))
         with store.writing() as s:
-            m = rows.mail(s, mail_id)
+            m = schedules.mail(s, mail_id)
             m.state, m.error = state, error
             m.sent_at = now if state == "sent" else None
             if state == "sent" and m.purpose == "invite":
@@ -111,14 +111,14 @@ def still_wanted(s, m) -> bool:
     checked again right before sending, as it was when the agent wrote it."""
     if m.purpose != "contact":
         return True
-    st, g = rows.streak(s, m.streak_id), rows.agreement(s, m.agreement_id)
+    st, g = schedules.streak(s, m.streak_id), schedules.agreement(s, m.agreement_id)
     return (st is not None and st.closed_at is None and g is not None and g.armed
             and g.consent_at is not None and g.status == "active")
 
 
 def _handing(store, mail_id: int) -> None:
     with store.writing() as s:
-        rows.mark_mail_handing(s, mail_id)
+        schedules.mark_mail_handing(s, mail_id)
 
 
 def _attempt(cfg: MailConfig, msg: EmailMessage, mail_id: int,

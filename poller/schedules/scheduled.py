@@ -8,7 +8,7 @@ and agreements that are due, and for each:
 1. weighs it with :func:`poller.law.decide` (a turn already in flight here, no
    free slot, the hourly cap, a spent daily budget or a stop defer it; no
    cooldown, no floor, no listening gate: a wake asked for at a time is kept), and on a wake gathers it like
-   any other (:func:`poller.cycle.draft.gather`), in one short write transaction;
+   any other (:func:`poller.cycle.drafts.gather`), in one short write transaction;
 2. composes it with no transaction open;
 3. records it in a second short write transaction, only if the alarm's or
    agreement's ``version`` is still what was read, together with what it
@@ -30,11 +30,11 @@ from typing import Callable, Optional
 
 from poller.schedules import agreements, alarms, checkins, timing
 from poller.wake import compose
-from poller.cycle import draft as drafts, evaluate
+from poller.cycle import drafts, evaluate
 from poller import law
 from poller.cycle.context import Context, Planned, Step, TickReport, log_decision
 from poller.kinds import ContactState, Outcome, Tools, WakeKind
-from poller.store import cycle, schedules as rows
+from poller.store import cycle, schedules
 from poller.values import MoodInfo
 
 log = logging.getLogger("poller.scheduled")
@@ -65,9 +65,9 @@ def late_words(due: dt.datetime, now: dt.datetime) -> str:
 
 def due_jobs(s, now: dt.datetime) -> list[Job]:
     """What is due now: alarms first, then agreements (read only)."""
-    jobs = [alarm_job(a, now) for a in rows.due_alarms(s, now)]
-    due = rows.due_agreements(s, now)
-    names = rows.handles(s, {g.person_id for g in due})
+    jobs = [alarm_job(a, now) for a in schedules.due_alarms(s, now)]
+    due = schedules.due_agreements(s, now)
+    names = schedules.handles(s, {g.person_id for g in due})
     return jobs + [agreement_job(s, g, names.get(g.person_id, "?"), now) for g in due]
 
 
@@ -92,7 +92,7 @@ def agreement_job(s, g, person: str, now: dt.datetime) -> Job:
             newest=timing.shown(missed[-1], g.tz), late_by=late_words(missed[0], now),
             noticed_late=late, next_due=timing.shown(terms.when.next(missed[-1]), g.tz))
         return Job(WakeKind.CHECKIN_MISSED, info=info, missed=missed, late=late, **base)
-    st = rows.open_streak(s, g.id)
+    st = schedules.open_streak(s, g.id)
     if st is None or st.grace_until is None or st.grace_until > now or st.contact_state:
         return Job(None, **base)  # only the next look to plan
     if not (g.armed and g.consent_at and g.contact_email):
@@ -165,7 +165,7 @@ def one(ctx: Context, step: Step, job: Job, now: dt.datetime,
         if decision.outcome != Outcome.WAKE:
             new = cycle.record_decision(s, job.agent_id, job.mood_id, job.kind, decision.outcome,
                                         decision.reason, decision.next_due, now)
-            handle, slug = ctx.agents[job.agent_id].handle, rows.slugs(s, {job.mood_id})[job.mood_id]
+            handle, slug = ctx.agents[job.agent_id].handle, schedules.slugs(s, {job.mood_id})[job.mood_id]
             report.decisions.append((handle, slug, job.kind, decision.code))
             log_decision(handle, slug, job.kind, decision, new)
             return None
@@ -183,7 +183,7 @@ def listener(s, job: Job):
 
 def weigh(ctx: Context, s, job: Job, l, now: dt.datetime) -> law.Decision:
     values = ctx.settings.values(job.mood_id, job.agent_id, now)
-    load = rows.load(s, job.agent_id, job.mood_id, now)
+    load = schedules.load(s, job.agent_id, job.mood_id, now)
     return law.decide(law.Facts(kind=job.kind, now=now, settings=values,
                                 busy_here=load.busy_here, running_for_agent=load.running,
                                 wakes_last_hour=load.woke, stopped=bool(l.stopped_at),
@@ -195,14 +195,14 @@ def gather(ctx: Context, s, job: Job, l, now: dt.datetime) -> drafts.Draft:
     only if the alarm's or agreement's version is still the one read and the law still
     says wake, with what it covers written beside it."""
     values = ctx.settings.values(job.mood_id, job.agent_id, now)
-    mood = MoodInfo.from_row(rows.mood_row(s, job.mood_id))
+    mood = MoodInfo.from_row(schedules.mood_row(s, job.mood_id))
     d = drafts.gather(ctx, s, job.kind, l, ctx.agents[job.agent_id], mood, values, [], now,
                       force_tools=Tools.LOOK)
     d.request = dataclasses.replace(d.request, scheduled=job.info)
     claimed = []
 
     def still_due(s, l) -> bool:
-        row = (rows.claim_alarm if job.table == "alarm" else rows.claim_agreement)(
+        row = (schedules.claim_alarm if job.table == "alarm" else schedules.claim_agreement)(
             s, job.row_id, job.version)
         claimed.append(row)
         return row is not None and weigh(ctx, s, job, l, now).outcome == Outcome.WAKE
@@ -222,15 +222,15 @@ def covered(s, job: Job, row, wake_id: int, now: dt.datetime) -> None:
         row.next_at, row.fired, row.last_wake_id = job.firing.next_at, row.fired + job.firing.count, wake_id
         return
     if job.kind == WakeKind.CHECKIN_CONTACT:
-        st = rows.open_streak(s, row.id)
+        st = schedules.open_streak(s, row.id)
         st.contact_state, st.contact_wake_id = ContactState.OFFERED, wake_id
     else:
-        st = rows.open_streak(s, row.id)
+        st = schedules.open_streak(s, row.id)
         if st is None:
-            st = rows.add_streak(s, agreement_id=row.id, first_due=job.missed[0],
+            st = schedules.add_streak(s, agreement_id=row.id, first_due=job.missed[0],
                                  last_due=job.missed[-1], opened_at=now)
         st.last_due = job.missed[-1]
-        rows.add_notice(s, wake_id=wake_id, streak_id=st.id, oldest_due=job.missed[0],
+        schedules.add_notice(s, wake_id=wake_id, streak_id=st.id, oldest_due=job.missed[0],
                         newest_due=job.missed[-1], late=job.late)
         row.processed_until = job.missed[-1]
     plan_next(s, row, now)
@@ -238,7 +238,7 @@ def covered(s, job: Job, row, wake_id: int, now: dt.datetime) -> None:
 
 def plan_next(s, row, now: dt.datetime) -> None:
     """The agreement's next look: its next deadline, or its open streak's grace end."""
-    st = rows.open_streak(s, row.id)
+    st = schedules.open_streak(s, row.id)
     row.next_check_at = checkins.next_check(agreements.terms(row), st.grace_until if st else None,
                                             st.contact_state if st else ContactState.NONE)
     row.updated_at = now
@@ -247,11 +247,11 @@ def plan_next(s, row, now: dt.datetime) -> None:
 def settle_quietly(s, job: Job, now: dt.datetime) -> None:
     """A due row that needs no wake: the contact stage ended unopened, or only the next
     look to plan."""
-    row = rows.claim_agreement(s, job.row_id, job.version)
+    row = schedules.claim_agreement(s, job.row_id, job.version)
     if row is None:
         return
     if job.contact_state:
-        st = rows.open_streak(s, row.id)
+        st = schedules.open_streak(s, row.id)
         st.contact_state = job.contact_state
         st.contact_note = {ContactState.OFF: "the contact stage was off when grace ended",
                            ContactState.LATE: "grace ended past the lateness cutoff"}[job.contact_state]

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from poller.kinds import FINISHED, IN_FLIGHT, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, DecisionRow, Listener, Mood, Owed, Participant, Post,
                            UTCDateTime, Wake)
-from poller.store import away as absences
+from poller.store import absences
 from poller.values import MoodInfo
 
 HOUR = dt.timedelta(hours=1)

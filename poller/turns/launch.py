@@ -23,7 +23,11 @@ import threading
 import time
 from typing import Optional, Protocol
 
-from poller import clock as clock_mod, config as config_mod, logs
+from poller import logs
+
+from poller.clock import CLOCK_OFFSET_ENV, Clock, wall
+
+from poller.config import Config
 from poller.store import Store
 
 log = logging.getLogger("poller.loop")
@@ -41,7 +45,7 @@ class Launcher(Protocol):
 class ProcessLauncher:
     """One ``python -m poller.turns.runner`` process per turn."""
 
-    def __init__(self, config: config_mod.Config, *, detach: bool = False,
+    def __init__(self, config: Config, *, detach: bool = False,
                  python: str = sys.executable) -> None:
         self.config = config
         self.detaches = detach  # runners outlive us (cron ticks) or die with us (run)
@@ -53,7 +57,7 @@ class ProcessLauncher:
         env["MOOD_POLLER_DB"] = self.config.db_url
         if self.config.source:
             env["MOOD_POLLER_CONFIG"] = self.config.source
-        env[clock_mod.CLOCK_OFFSET_ENV] = f"{(now - clock_mod.wall()).total_seconds():.6f}"
+        env[CLOCK_OFFSET_ENV] = f"{(now - wall()).total_seconds():.6f}"
         env[logs.LOG_ENV] = logs.spec()  # the runner logs its turn's end the same way
         proc = subprocess.Popen([self.python, "-m", "poller.turns.runner", str(wake_id)], env=env,
                                 stdin=subprocess.DEVNULL, start_new_session=self.detaches)
@@ -92,7 +96,7 @@ class ThreadLauncher:
 
     detaches = False
 
-    def __init__(self, store: Store, config: config_mod.Config) -> None:
+    def __init__(self, store: Store, config: Config) -> None:
         self.store = store
         self.config = config
         self.threads: dict[int, tuple[threading.Thread, threading.Event]] = {}
@@ -101,7 +105,7 @@ class ThreadLauncher:
         from poller.turns import runner
 
         cancel = threading.Event()
-        clock = clock_mod.Clock(offset=now - clock_mod.wall())
+        clock = Clock(offset=now - wall())
         thread = threading.Thread(target=self._run, args=(runner, wake_id, clock, cancel),
                                   name=f"turn-{wake_id}", daemon=True)
         self.threads[wake_id] = (thread, cancel)
@@ -136,7 +140,7 @@ class ThreadLauncher:
             cancel.set()
 
 
-def for_config(store: Store, config: config_mod.Config, *, detach: bool = False) -> Launcher:
+def for_config(store: Store, config: Config, *, detach: bool = False) -> Launcher:
     """The launcher ``poller.launch`` names.  ``auto`` (the default) runs turns inside a
     poller that stays for them (``run``, ``tick --wait``) and as runner processes where
     they must outlive it (``tick`` from cron, which returns at once)."""

@@ -25,7 +25,9 @@ import threading
 import time
 from typing import Callable, Optional
 
-from poller import config as config_mod, errors, logs, procs, secure, settings, tokens
+from poller import errors, logs, procs, secure, settings, tokens
+
+from poller.config import Config, PollerConfig, load
 from poller.turns import registry, settling, wakers
 from poller.store import db
 from poller.clock import Clock
@@ -92,7 +94,7 @@ class Progress:
         self.thread.join(5)
 
 
-def timeout_for(agent, tools: str, cfg: config_mod.PollerConfig):
+def timeout_for(agent, tools: str, cfg: PollerConfig):
     if agent.timeout:
         return agent.timeout
     if tools == "full":
@@ -147,7 +149,7 @@ def mood_settings(store: Store, claimed: turns.Claimed, now: dt.datetime) -> dic
         return {key: settings.KEYS[key].default for key in ("model", "effort", "rules")}
 
 
-def run_turn(store: Store, cfg: config_mod.Config, wake_id: int,
+def run_turn(store: Store, cfg: Config, wake_id: int,
              clock: Callable[[], dt.datetime], cancel: threading.Event) -> str:
     """Claim, run and settle one turn; returns its final status ("" if not ours)."""
     claimed = claim_with_retries(store, wake_id, clock)
@@ -198,7 +200,7 @@ def run_waker(store: Store, agent, turn: wakers.TurnRequest, cancel: threading.E
         return wakers.TurnResult("failed", error=f"the waker failed: {type(exc).__name__}")
 
 
-def prices_for(agent, cfg: config_mod.PollerConfig) -> Optional[settling.Prices]:
+def prices_for(agent, cfg: PollerConfig) -> Optional[settling.Prices]:
     """What an agent's tokens cost, for agents whose waker reports no cost of its own
     (Claude Code reports its turns' cost; command and HTTP agents are priced by token counts)."""
     if registry.capabilities(agent.waker).reports_cost or not (cfg.usd_per_mtok_in
@@ -231,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: cancel.set())
     signal.signal(signal.SIGINT, lambda *_: cancel.set())
     try:
-        cfg = config_mod.load()
+        cfg = load()
         store = Store(db.make_engine(cfg.db_url), tokens.counter(cfg.encoding))
     except errors.PollerError as exc:
         print(f"mood-poller runner: {exc}", file=sys.stderr)

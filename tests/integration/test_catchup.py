@@ -36,15 +36,15 @@ def chatty_mood(cli):
 
 
 def test_the_store_reads_further_back_when_a_large_budget_needs_it(chatty_mood):
-    from poller.store import gather
+    from poller.store import reads
 
     store, mood_id = chatty_mood
     with store.reading() as s:
-        plain, plain_earlier = gather.history(s, mood_id, 0, set())
-        small, small_earlier = gather.history(s, mood_id, 0, set(), budget=1_000)
-        large, large_earlier = gather.history(s, mood_id, 0, set(), budget=12_000)
-    assert len(plain) == len(small) == gather.HISTORY_POSTS
-    assert plain_earlier == small_earlier == 1_500 - gather.HISTORY_POSTS
+        plain, plain_earlier = reads.history(s, mood_id, 0, set())
+        small, small_earlier = reads.history(s, mood_id, 0, set(), budget=1_000)
+        large, large_earlier = reads.history(s, mood_id, 0, set(), budget=12_000)
+    assert len(plain) == len(small) == reads.HISTORY_POSTS
+    assert plain_earlier == small_earlier == 1_500 - reads.HISTORY_POSTS
     assert sum(p.tokens for p in large) >= 12_000  # 600 posts alone hold about 6,000 tokens
     assert len(large) + large_earlier == 1_500
     assert [p.id for p in large] == sorted(p.id for p in large)
@@ -54,10 +54,10 @@ def test_the_store_reads_further_back_when_a_large_budget_needs_it(chatty_mood):
 
 def test_posts_left_out_of_the_history_never_shorten_it(chatty_mood):
     # The posts that woke the agent are left out; some may be older than the history read.
-    from poller.store import gather
+    from poller.store import reads
 
     store, mood_id = chatty_mood
     with store.reading() as s:
-        newest = gather.history(s, mood_id, 0, set())[0][-1]
-        posts, earlier = gather.history(s, mood_id, newest.id - 1, {1, 2, newest.id - 5})
+        newest = reads.history(s, mood_id, 0, set())[0][-1]
+        posts, earlier = reads.history(s, mood_id, newest.id - 1, {1, 2, newest.id - 5})
     assert [p.id for p in posts] == [newest.id] and earlier == 0

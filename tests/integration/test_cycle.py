@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from support.agents import agent_command, wakes_seen
 from poller import config as config_mod, tokens
-from poller.cycle import draft, loop
+from poller.cycle import drafts, loop
 from poller.turns import launch
 from poller.store import db
 from poller.store import Store
@@ -94,7 +94,7 @@ def test_a_wake_is_dropped_if_the_listener_changed_while_it_was_composed(any_cli
     # On SQLite a second poller would wait for the lease; sharing it stands in for
     # whatever else may move the listener meanwhile (a turn settling, a restart).
     second.holder = first.holder
-    real = draft.compose_text
+    real = drafts.compose_text
     raced = []
 
     def compose_while_another_poller_records(ctx, d):
@@ -104,7 +104,7 @@ def test_a_wake_is_dropped_if_the_listener_changed_while_it_was_composed(any_cli
             raced[0] = second.tick(T0 + dt.timedelta(seconds=2))
         return wake
 
-    monkeypatch.setattr(draft, "compose_text", compose_while_another_poller_records)
+    monkeypatch.setattr(drafts, "compose_text", compose_while_another_poller_records)
     report = first.tick(T0 + dt.timedelta(seconds=2))
     first.wait(120)
     second.wait(120)
@@ -121,7 +121,7 @@ def test_composing_runs_outside_any_write_transaction(cli, tmp_path, monkeypatch
     c = lobby(cli, agent_command(tmp_path, "reply"))
     c("post", "lobby", "--as", "ada", "--at", at(1), "@bot hello")
     poller = _poller(c.db_url)
-    real = draft.compose_text
+    real = drafts.compose_text
     wrote = []
 
     def compose_and_write_meanwhile(ctx, d):
@@ -133,7 +133,7 @@ def test_composing_runs_outside_any_write_transaction(cli, tmp_path, monkeypatch
         wrote.append(True)
         return real(ctx, d)
 
-    monkeypatch.setattr(draft, "compose_text", compose_and_write_meanwhile)
+    monkeypatch.setattr(drafts, "compose_text", compose_and_write_meanwhile)
     report = poller.tick(T0 + dt.timedelta(seconds=2))
     poller.wait(120)
     poller.store.engine.dispose()

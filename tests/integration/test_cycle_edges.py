@@ -7,7 +7,7 @@ import datetime as dt
 import json
 
 from support.agents import agent_command, open_gate
-from poller.cycle import draft, evaluate
+from poller.cycle import drafts, evaluate
 from poller.turns import runner
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
@@ -62,7 +62,7 @@ def test_an_emergency_stop_during_composing_records_no_wake(cli, tmp_path, monke
     c = lobby(cli, agent_command(tmp_path, "reply"), "den")
     c("post", "lobby", "--as", "ada", "--at", at(1), "@bot one")
     c("post", "den", "--as", "ada", "--at", at(1), "@bot two")
-    real = draft.compose_text
+    real = drafts.compose_text
     stopped = []
 
     def compose_then_stop(ctx, d):
@@ -70,7 +70,7 @@ def test_an_emergency_stop_during_composing_records_no_wake(cli, tmp_path, monke
             stopped.append(c("scram", "--by", "ada", "--now", at(2)))
         return real(ctx, d)
 
-    monkeypatch.setattr(draft, "compose_text", compose_then_stop)
+    monkeypatch.setattr(drafts, "compose_text", compose_then_stop)
     c("tick", "--now", at(2), "--wait")
     assert wakes(c) == []
     monkeypatch.undo()

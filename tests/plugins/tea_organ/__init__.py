@@ -13,7 +13,7 @@ import datetime as dt
 from pathlib import Path
 
 from poller import kinds
-from poller.cycle import draft, due
+from poller.cycle import drafts, due
 from poller.kinds import KindSpec
 from poller.store import cycle
 from poller.wake import lines
@@ -28,8 +28,8 @@ def order(store, agent_id: int, mood_id: int, at: dt.datetime, brew: int = 1) ->
         cycle.mark(s, agent_id, mood_id, "tea", at, brew)
 
 
-def brewed(g: draft.Gathering) -> draft.Material:
-    m = draft.lately(g)
+def brewed(g: drafts.Gathering) -> drafts.Material:
+    m = drafts.lately(g)
     ref = cycle.marks_of(g.l)["tea"][1]
     m.parts = {"parts": {"brew": lines.one_line(BREWS.get(ref, "tea"), 80)}}
     return m

@@ -26,7 +26,7 @@ from poller.cycle.context import Context, Planned, TickReport, log_decision
 from poller.kinds import ParticipantKind, Tools, Trust
 from poller.models import Listener
 from poller.cycle import presence
-from poller.store import cycle, gather as reads
+from poller.store import cycle, reads
 from poller.turns import registry
 from poller.values import AgentInfo, MoodInfo
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from poller import settings, values
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
-from poller.store import away as absences, cycle
+from poller.store import absences, cycle
 from poller.models import (AgentSession, Handoff, Mention, Mood, Participant, Post, Refusal,
                            Setting, SignIn, Turn, Wake)
 
