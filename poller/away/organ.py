@@ -17,7 +17,8 @@ import datetime as dt
 
 from poller import away, kinds, law
 from poller.away import catalog, replies
-from poller.cycle import drafts, presence
+from poller.away.absence import NUDGE_EVERY, come_back, nudges
+from poller.cycle import drafts, presence, stages
 from poller.kinds import KindSpec, WakeKind
 from poller.store import absences, reads
 from poller.turns import blocks
@@ -134,3 +135,30 @@ presence.register(presence.Presence(
 # starts a new absence rather than finding the old one still on.
 blocks.register_hook(blocks.ReplyHook("called-back", replies.come_back_if_called, rank=0))
 blocks.register(blocks.Kind("away", replies.away_block, replies.apply_away, rank=60))
+
+
+# -- its part in every cycle ---------------------------------------------------------------
+
+_NUDGED: dict[str, dt.datetime] = {}  # when each poller here last weighed idle nudges
+
+
+def check_catalogs(ctx, agents: dict) -> None:
+    """Every agent's activities catalog, read once as a poller starts: one that is
+    present but invalid stops it (ConfigError, exit 78) rather than being ignored."""
+    for agent in agents.values():
+        catalog.of(agent, strict=True)
+
+
+def come_back_and_nudge(ctx, step, now: dt.datetime, report) -> None:
+    """Bring back the agents whose absence is up; offer idle nudges (once a minute)."""
+    floor = (step.booted_at + dt.timedelta(seconds=ctx.config.poller.return_floor)
+             if step.booted_at is not None else None)
+    report.returned = come_back(ctx, step.holder, now, floor, step.booted_at)
+    last = _NUDGED.get(step.holder)
+    if last is None or now - last >= NUDGE_EVERY:
+        _NUDGED[step.holder] = now
+        nudges(ctx, now)
+
+
+stages.add(stages.Stage("away", order=10, check=check_catalogs, before=come_back_and_nudge,
+                        live_only=True))

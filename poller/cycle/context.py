@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -50,12 +51,16 @@ class TickReport:
 @dataclass(frozen=True)
 class Step:
     """What a step of the cycle is handed besides the context: the cycle's own
-    transactions (a dry run's savepoints, in ``preview`` and ``tick --dry-run``) and
-    the Moods this poller serves (None: every one)."""
+    transactions (a dry run's savepoints, in ``preview`` and ``tick --dry-run``), the
+    Moods this poller serves (None: every one), and this poller."""
 
     writing: Callable  # () -> a context manager yielding a write session
     reading: Callable  # () -> one yielding a read session
     served: Optional[frozenset[int]] = None
+    holder: str = ""  # this poller, as its claims name it
+    booted_at: Optional[dt.datetime] = None  # when `run` started (None: a single tick)
+    start: Optional[Callable] = None  # (wake_id, now): start a recorded wake's turn; None: dry
+    transient: tuple = ()  # the database errors that retry the whole cycle
 
 
 @dataclass

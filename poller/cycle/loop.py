@@ -6,21 +6,20 @@ One cycle (``Poller.tick``) reads the clock once, reads the dial wording
 1. **recover** (:mod:`poller.cycle.recover`): closes turns whose runner died and
    finds wakes nobody started;
 2. **scan** (:mod:`poller.cycle.scan`): reads new posts and sign-ins past its
-   cursors, in batches, and updates only the listeners they touch;
-   then **away and back** (:mod:`poller.away.absence`): brings back the agents
-   whose absence is up and, once a minute, offers idle nudges;
+   cursors, in batches, and updates only the listeners they touch; then the
+   organs' stages that come before the listeners (:mod:`poller.cycle.stages`:
+   away and back brings back the agents whose absence is up and offers idle
+   nudges; the schedules weigh, compose and record the alarms and check-ins due);
 3. **evaluate** (:mod:`poller.cycle.evaluate`): takes the listeners that are due
    (an indexed ``due_at``) a batch at a time, claims the batch and reads its
    facts with a few set queries (:mod:`poller.store.facts`), applies the law
    to each kind that is due and records every decision with one executemany;
-   Before it, the scheduled wakes (alarms, missed check-ins, the contact
-   stage: :mod:`poller.schedules.scheduled`) are weighed, composed and recorded; after
-   it, the mail outbox is sent (:mod:`poller.schedules.mail`);
+   after it, the stages that come after (the schedules' mail is sent);
 4. **compose** (:mod:`poller.cycle.drafts`): renders the batch's wakes with no
-   transaction open;
+   transaction open, and hands them to the stages' last look (the screen);
 5. **commit**: records them and the posts they answer in one short write
    transaction that re-checks each claim (a savepoint each);
-6. **launch** (:mod:`poller.launch`): starts the batch's turns once its wakes
+6. **launch** (:mod:`poller.turns.launch`): starts the batch's turns once its wakes
    are recorded.
 
 A cycle with nothing new reads two cursors and two index ranges (the due
@@ -39,18 +38,15 @@ import time
 import uuid
 from typing import Callable, Optional
 
-from poller.away import absence, catalog
 from poller.clock import SYSTEM
 from poller.config import Config
 from poller.cycle import drafts, evaluate
 from poller import errors
 from poller.turns import launch
-from poller.schedules import mail, scheduled
 from poller.store import bell
-from poller.cycle import organs, recover, scan
-from poller import screen, text
+from poller.cycle import organs, recover, scan, stages
+from poller import text
 from poller.wake import summarize
-from poller.kinds import WakeKind
 from poller.cycle.context import Context, Planned, Step, TickReport
 from poller.scope import Scope
 from poller import procs
@@ -87,15 +83,16 @@ class Poller:
         self.launcher = launcher or launch.for_config(store, config, detach=detach)
         self.holder = f"{procs.HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.ctx = Context(store, config,
-                           summarizer=summarize.from_config(config.summarizer, store.counter),
-                           screen=screen.from_config(config.screen, store.counter))
+                           summarizer=summarize.from_config(config.summarizer, store.counter))
+        for stage in stages.ordered():
+            if stage.setup:
+                stage.setup(self.ctx)  # e.g. the screen's client
         self._dry = None  # the one rolled-back transaction of a dry run
         self.clock: Optional[Callable[[], dt.datetime]] = None  # run's clock, once it runs
         self.scope = scope
         self._served: Optional[set[int]] = None  # the Moods the scope serves (None: all)
         self.booted_at: Optional[dt.datetime] = None  # when run started (the return floor)
-        self._catalogs_checked = False
-        self._nudges_at: Optional[dt.datetime] = None  # when idle nudges were last weighed
+        self._checked = False
 
     @property
     def settings(self):
@@ -173,7 +170,7 @@ class Poller:
             if not self.scope.everything:
                 self._served = {i for i, slug in cycle.mood_slugs(s).items()
                                 if self.scope.serves(slug)}
-        if not self._catalogs_checked:
+        if not self._checked:
             self.check_catalogs()
         if changed:
             with self._tx() as s:
@@ -184,32 +181,36 @@ class Poller:
             report.scram = True
             return
         start = self._start if launch_turns else None
-        if launch_turns:  # not in a dry run: a return writes outside its transaction
-            self._away_and_back(now, report)
-        step = Step(self._tx, self._rx,
-                    None if self._served is None else frozenset(self._served))
-        scheduled.run(self.ctx, step, now, report, start, transient_errors())
+        step = self.step(start)
+        self._stages("before", step, now, report, launch_turns)
         self._evaluate_due(now, report, start)
-        if launch_turns:
-            mail.send_waiting(self.store, self.config.mail, self.holder, now)
+        self._stages("after", step, now, report, launch_turns)
+
+    def step(self, start: Optional[Callable[[int, dt.datetime], None]] = None) -> Step:
+        """What the organs' stages are handed: this cycle's transactions and this poller."""
+        return Step(self._tx, self._rx, None if self._served is None else frozenset(self._served),
+                    self.holder, self.booted_at, start, transient_errors())
+
+    def _stages(self, when: str, step: Step, now: dt.datetime, report: TickReport,
+                live: bool) -> None:
+        """The organs' steps *when* (before or after the listeners), in their order; the
+        live-only ones only when turns are started (a return writes outside its
+        transaction: not in a dry run)."""
+        for stage in stages.ordered():
+            hook = getattr(stage, when)
+            if hook and (live or not stage.live_only):
+                hook(self.ctx, step, now, report)
 
     def check_catalogs(self) -> None:
-        """Every agent's activities catalog, read once as the poller starts: one that is
-        present but invalid stops it (ConfigError, exit 78) rather than being ignored."""
+        """What the organs check once, as the poller starts: e.g. every agent's activities
+        catalog; one that is present but invalid stops it (ConfigError, exit 78) rather
+        than being ignored."""
         with self._rx() as s:
             agents = cycle.agents(s)
-        for agent in agents.values():
-            catalog.of(agent, strict=True)
-        self._catalogs_checked = True
-
-    def _away_and_back(self, now: dt.datetime, report: TickReport) -> None:
-        """Bring back the agents whose absence is up; offer idle nudges (once a minute)."""
-        floor = (self.booted_at + dt.timedelta(seconds=self.config.poller.return_floor)
-                 if self.booted_at is not None else None)
-        report.returned = absence.come_back(self.ctx, self.holder, now, floor, self.booted_at)
-        if self._nudges_at is None or now - self._nudges_at >= absence.NUDGE_EVERY:
-            self._nudges_at = now
-            absence.nudges(self.ctx, now)
+        for stage in stages.ordered():
+            if stage.check:
+                stage.check(self.ctx, agents)
+        self._checked = True
 
     def _drain(self, cursor: str, step, now: dt.datetime) -> int:
         """Run a scan step in short transactions until the backlog is read.
@@ -293,26 +294,15 @@ class Poller:
         recorded += self._record(self._screened(composed, now, report), now, report)
 
     def _screened(self, composed: list, now: dt.datetime, report: TickReport) -> list:
-        """The composed wakes to record: considers worth screening (at least
-        ``screen.min_wake_tokens``: a smaller wake costs less than asking) that the screen
-        says nobody needs are recorded as screened out instead (asked with no transaction
-        open)."""
-        screen, least = self.ctx.screen, self.config.screen.min_wake_tokens
-        if screen is None or self._dry is not None:
+        """The composed wakes to record: what the organs' last looks leave (the screen
+        records the considers nobody needs as screened out instead)."""
+        if self._dry is not None:
             return composed
-        keep, out = [], []
-        for draft, wake in composed:
-            verdict = (screen.ask(draft.agent.handle, draft.mood.slug, draft.request.woke, now)
-                       if draft.kind == WakeKind.CONSIDER and wake.prompt_tokens >= least
-                       else None)
-            report.screen_tokens += verdict.tokens if verdict else 0
-            (keep if verdict is None or verdict.needed else out).append((draft, wake, verdict))
-        if out:
-            with self._tx() as s:
-                for draft, _, verdict in out:
-                    if not drafts.screen_out(self.ctx, s, draft, verdict.reason, now, report):
-                        report.abandoned += 1  # changed meanwhile: looked at again next cycle
-        return [(d, w) for d, w, _ in keep]
+        step = self.step()
+        for stage in stages.ordered():
+            if stage.composed and composed:
+                composed = stage.composed(self.ctx, step, composed, now, report)
+        return composed
 
     def _record(self, composed: list, now: dt.datetime, report: TickReport) -> list[Planned]:
         """Record a batch's composed wakes in one write transaction, each in a savepoint

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from poller import kinds
 from poller.kinds import KindSpec, Tools, WakeKind
-from poller.schedules import agreements, replies
+from poller.cycle import stages
+from poller.schedules import agreements, mail, replies, scheduled
 from poller.turns import blocks
 
 for order, name in ((90, WakeKind.ALARM), (91, WakeKind.CHECKIN_MISSED),
@@ -31,3 +32,19 @@ blocks.register(blocks.Kind("contact", replies.contact_block,
 # After a checkin block has counted (a check-in closes the streak the notice
 # would otherwise plan a grace for), before the core's blocks.
 blocks.register_hook(blocks.ReplyHook("notice-confirmed", replies.confirm_notice, rank=35))
+
+
+# The schedules in every cycle: what a clock says is weighed after away and back
+# (an agent back may be woken), before the listeners; the mail goes out after them.
+
+
+def weigh_scheduled(ctx, step, now, report) -> None:
+    scheduled.run(ctx, step, now, report, step.start, step.transient)
+
+
+def send_mail(ctx, step, now, report) -> None:
+    mail.send_waiting(ctx.store, ctx.config.mail, step.holder, now)
+
+
+stages.add(stages.Stage("schedules", order=20, before=weigh_scheduled))
+stages.add(stages.Stage("mail", order=90, after=send_mail, live_only=True))

@@ -7,12 +7,9 @@ cycle or the turns layer (settling included), only the modules below.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import textwrap
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "import_graph.py"
+from support.imports import graph_of, write
 
 # What the store may build on.  settings (the dials: their keys, rules and
 # resolution) and procs (this machine's name, whether a pid lives) import
@@ -20,15 +17,6 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "import_graph.py"
 ALLOWED = ("poller.models", "poller.migrations", "poller.kinds", "poller.values",
            "poller.errors", "poller.text", "poller.clock", "poller.tokens", "poller.settings",
            "poller.procs", "poller.secure", "poller.store")
-
-
-def load_script():
-    if "import_graph" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("import_graph", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["import_graph"] = module  # (its dataclasses look their module up)
-        spec.loader.exec_module(module)
-    return sys.modules["import_graph"]
 
 
 def within(name: str, package: str) -> bool:
@@ -41,8 +29,7 @@ def allowed(target: str) -> bool:
 
 def store_reaching_up(root: Path | None = None) -> list[str]:
     """Each import by a store module of a module outside :data:`ALLOWED`, with where."""
-    graph_script = load_script()
-    graph = graph_script.build_graph(root or graph_script.ROOT)
+    graph = graph_of(root)
     return [f"{edge.path}:{edge.line} {name} imports {target} ({edge.kind})"
             for name, edges in sorted(graph.items()) if within(name, "poller.store")
             for target, edge in sorted(edges.items()) if not allowed(target)]
@@ -53,15 +40,9 @@ def test_the_store_imports_nothing_above_it():
 
 
 def test_the_graph_it_reads_holds_the_store():
-    graph = load_script().build_graph()
+    graph = graph_of()
     assert "poller.store.cycle" in graph["poller.store.turns"]
     assert "poller.models" in graph["poller.store.turns"]
-
-
-def write(root: Path, name: str, source: str = "") -> None:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(source))
 
 
 def test_a_store_module_importing_the_law_is_caught(tmp_path):
