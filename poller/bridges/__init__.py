@@ -21,9 +21,10 @@ signed webhooks are :mod:`poller.bridges.webhooks`.
 
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from poller.store.outbox import Item
+if TYPE_CHECKING:  # (the CLI's bridge commands list their help without the database library)
+    from poller.store.outbox import Item
 
 
 class Sender(Protocol):

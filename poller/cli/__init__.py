@@ -33,15 +33,15 @@ if TYPE_CHECKING:
     from poller.config import Config
     from poller.store import Store
 
-# Every command: name -> (its module in poller.cli, its short help as the
-# top-level --help lists it).  tests/test_cli_start.py checks this table
+# Every command: name -> (its module: one in poller.cli, or an organ's own cli
+# module by its dotted name; its short help as the top-level --help lists it).  tests/test_cli_start.py checks this table
 # against the commands themselves.
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("admin", "Create the database schema, or upgrade it to the newest version."),
     "mood": ("moods", "Create, list and archive Moods."),
     "person": ("people", "Add people and set how far they are trusted."),
     "agent": ("people", "Add agents and say how each is woken."),
-    "activities": ("activities", "Agents' absences, newest first: who went out for what, from "
+    "activities": ("poller.away.cli", "Agents' absences, newest first: who went out for what, from "
                                  "which Mood, from when to when, and whether a ping cut it short."),
     "post": ("posts", "Post TEXT to the Mood SLUG (TEXT '-' reads stdin)."),
     "posts": ("posts", "Show the Mood SLUG's latest posts, newest last."),
@@ -56,18 +56,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "why": ("loop", "Why did (or didn't) HANDLE wake in SLUG? The latest decision per kind."),
     "status": ("loop", "Agents (idle / at work / held), turns in flight, holds and next due times."),
     "scram": ("loop", "Emergency stop: wake nothing anywhere and end running turns."),
-    "stop": ("loop", "Stop one agent in one Mood: end its turn there and hold its wakes there "
+    "stop": ("poller.control.cli", "Stop one agent in one Mood: end its turn there and hold its wakes there "
                      "until --lift."),
     "preview": ("preview", "Print the wake KIND would send now, from the Mood's real posts."),
     "dials": ("dials", "Show what each discretion and verbosity level tells agents, and its source."),
     "demo": ("demo", "Play a short scripted conversation through the poller and print each wake "
                      "and reply."),
     "config": ("ops", "Check and show the configuration."),
-    "alarm": ("schedules", "Wake an agent in a Mood at a time, in an IANA zone."),
-    "checkin": ("schedules", "Check-in agreements (not an emergency service)."),
+    "alarm": ("poller.schedules.cli", "Wake an agent in a Mood at a time, in an IANA zone."),
+    "checkin": ("poller.schedules.cli", "Check-in agreements (not an emergency service)."),
     "serve": ("serve", "Serve the JSON API, the event stream and the web pages on HOST:PORT."),
-    "bridge": ("bridges", "Run a bridge: Matrix rooms as Moods, or signed webhooks."),
-    "outbox": ("bridges", "What the bridges are to deliver, have delivered, or gave up on."),
+    "bridge": ("poller.bridges.cli", "Run a bridge: Matrix rooms as Moods, or signed webhooks."),
+    "outbox": ("poller.bridges.cli", "What the bridges are to deliver, have delivered, or gave up on."),
     "health": ("serve", "Is the database answering and a poller cycling? Exit 0 if so, 1 if "
                         "not (for cron)."),
 }
@@ -79,12 +79,14 @@ LOOP_COMMANDS = frozenset({"run", "tick"})
 
 
 def load_command(name: str, module: str) -> click.Command:
-    """The command *name* from ``poller.cli.<module>``'s ``COMMANDS`` list."""
-    mod = importlib.import_module(f"poller.cli.{module}")
+    """The command *name* from *module*'s ``COMMANDS`` list (``poller.cli.<module>``,
+    or an organ's module by its dotted name)."""
+    module = module if "." in module else f"poller.cli.{module}"
+    mod = importlib.import_module(module)
     for command in mod.COMMANDS:
         if command.name == name:
             return with_logging(guard_text(command), loop=name in LOOP_COMMANDS)
-    raise LookupError(f"poller.cli.{module} has no command {name!r}")
+    raise LookupError(f"{module} has no command {name!r}")
 
 
 def with_logging(command: click.Command, loop: bool = False) -> click.Command:

@@ -15,56 +15,17 @@ post too long is answered 413 (:class:`poller.errors.PostTooLong`).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
 
+import poller.schedules.api
 from poller import errors, observe, settings, text
 from poller.kinds import PostKind, WakeKind, WakeStatus, names
 from poller.store import access, core
 from poller.web.auth import Refused
+from poller.web.routes import (AGENT, BOOL, INT, MAYBE_INT, MAYBE_TIME, S, SLUG, TIME, Call,
+                               Param, Route, body_text, schema_many, schema_obj, schema_out)
 
 PREFIX = "/api/v1"
 MAX_LIMIT = 500
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    kind: str  # integer | string | time
-    help: str
-    enum: tuple[str, ...] = ()
-    required: bool = False
-
-
-@dataclass
-class Call:
-    """One API request, as a route's function sees it."""
-
-    door: Any  # poller.web.app.Door
-    who: Optional[access.Identity]
-    path: dict[str, str]
-    query: dict[str, Any]
-    body: dict[str, Any]
-    now: dt.datetime
-
-    @property
-    def store(self):
-        return self.door.store
-
-
-@dataclass(frozen=True)
-class Route:
-    method: str
-    path: str  # under PREFIX
-    run: Optional[Callable[[Call], Any]]  # None: served by its own endpoint (the stream)
-    summary: str
-    need: Optional[str] = "read"  # read | post | operator | None (anyone)
-    query: tuple[Param, ...] = ()
-    body: Optional[dict] = None  # the JSON schema of the body
-    status: int = 200
-    errors: tuple[int, ...] = ()
-    produces: str = "application/json"
-    returns: Optional[dict] = None  # the JSON schema of a successful answer
 
 
 # -- Moods and posts -------------------------------------------------------------------------
@@ -75,7 +36,7 @@ def list_moods(c: Call):
 
 
 def add_mood(c: Call):
-    return c.store.add_mood(_text(c.body, "slug"), _text(c.body, "title", ""), c.now).to_json()
+    return c.store.add_mood(body_text(c.body, "slug"), body_text(c.body, "title", ""), c.now).to_json()
 
 
 def show_mood(c: Call):
@@ -92,7 +53,7 @@ def list_posts(c: Call):
 
 
 def add_post(c: Call):
-    body = _text(c.body, "text")
+    body = body_text(c.body, "text")
     reply_to = c.body.get("reply_to")
     if reply_to is not None and (not isinstance(reply_to, int) or isinstance(reply_to, bool)):
         raise Refused(400, "bad_request", "reply_to must be a post id (an integer)")
@@ -106,7 +67,7 @@ def add_post(c: Call):
 
 
 def add_signin(c: Call):
-    row = c.store.add_signin(c.who.handle, c.path["slug"], c.now, label=_text(c.body, "label", ""))
+    row = c.store.add_signin(c.who.handle, c.path["slug"], c.now, label=body_text(c.body, "label", ""))
     c.door.posted()
     return {"id": row.id, "handle": row.who, "mood": row.mood, "label": row.label,
             "at": text.iso(row.at)}
@@ -138,7 +99,7 @@ def set_settings(c: Call):
     if not (c.who.operator or c.who.trust == "full"):
         raise Refused(403, "forbidden", f"{c.who.handle} has trust {c.who.trust}: changing "
                                         "settings needs trust full")
-    key = _text(c.body, "key")
+    key = body_text(c.body, "key")
     if not c.who.operator and key in settings.KEYS and key not in settings.AGENT_SETTABLE:
         # The Mood's dials are its people's; its rules, letter, model, budgets and
         # limits are its operators' (they instruct agents and spend money).
@@ -148,8 +109,8 @@ def set_settings(c: Call):
     until_at = text.parse_time(until, "until") if isinstance(until, str) else None
     if until is not None and until_at is None:
         raise Refused(400, "bad_request", "until must be an ISO 8601 time")
-    change = c.store.set_setting(key, _text(c.body, "value"), c.now, mood=mood,
-                                 agent=agent, by=c.who.handle, note=_text(c.body, "note", ""),
+    change = c.store.set_setting(key, body_text(c.body, "value"), c.now, mood=mood,
+                                 agent=agent, by=c.who.handle, note=body_text(c.body, "note", ""),
                                  until=until_at)
     c.door.posted()
     return {"key": change.key, "old": change.old, "new": change.new,
@@ -218,159 +179,70 @@ def lift_scram(c: Call):
     return {"scram": False, "lifted": observe.lift_scram(c.store, c.now)}
 
 
-# -- alarms and check-ins --------------------------------------------------------------------
-
-
-def list_alarms(c: Call):
-    from poller.schedules import alarms
-
-    return alarms.listing(c.store, c.query.get("agent"), c.query.get("mood"))
-
-
-def add_alarm(c: Call):
-    from poller.schedules import alarms
-
-    given = [k for k in ("at", "daily", "cron") if k in c.body]
-    if len(given) != 1:
-        raise Refused(400, "bad_request", "the body needs exactly one of 'at', 'daily' or 'cron'")
-    cutoff = c.body.get("lateness_cutoff_minutes", alarms.DEFAULT_CUTOFF_MINUTES)
-    if not isinstance(cutoff, int) or isinstance(cutoff, bool):
-        raise Refused(400, "bad_request", "'lateness_cutoff_minutes' must be an integer")
-    view, warnings = alarms.add_named(
-        c.store, agent=_text(c.body, "agent"), mood=_text(c.body, "mood"), now=c.now,
-        kind=given[0], when=_text(c.body, given[0]), tz=_text(c.body, "tz"),
-        note=_text(c.body, "note", ""), set_by=c.who.handle, cutoff=cutoff)
-    return dict(view, warnings=warnings)
-
-
-def remove_alarm(c: Call):
-    from poller.schedules import alarms
-
-    alarm_id = c.path["alarm_id"]
-    if not alarm_id.isdigit():
-        raise Refused(404, "not_found", f"no alarm {alarm_id!r}")
-    return alarms.remove(c.store, int(alarm_id), c.now)
-
-
-def my_checkin(c: Call):
-    from poller.schedules import agreements
-
-    return agreements.status(c.store, c.who.handle, c.now)
-
-
-def checkin_done(c: Call):
-    """The "I'm here" button: a dated check-in for the deadline the person names."""
-    from poller.schedules import agreements
-
-    return agreements.done(c.store, c.who.handle, _text(c.body, "for"), c.now)
-
-
-def checkin_accept(c: Call):
-    from poller.schedules import agreements
-
-    view = agreements.accept(c.store, _text(c.body, "code"), c.now)
-    return {"person": view["person"], "consented": True}
-
-
 def me(c: Call):
     return c.who.to_json()
 
 
-def _text(body: dict, name: str, default: Optional[str] = None) -> str:
-    value = body.get(name, default)
-    if value is None:
-        raise Refused(400, "bad_request", f"the body needs {name!r}")
-    if not isinstance(value, str):
-        raise Refused(400, "bad_request", f"{name!r} must be a string")
-    return value
-
-
-def _obj(props: dict, required: tuple[str, ...]) -> dict:
-    return {"type": "object", "properties": props, "required": list(required),
-            "additionalProperties": False}
-
-
-S = {"type": "string"}
-INT = {"type": "integer"}
-BOOL = {"type": "boolean"}
-TIME = {"type": "string", "format": "date-time"}
-MAYBE_TIME = {"type": ["string", "null"], "format": "date-time"}
-MAYBE_INT = {"type": ["integer", "null"]}
-
-
-def _out(**props) -> dict:
-    """An answer's schema: every property present (nothing more is promised)."""
-    return {"type": "object", "properties": props, "required": list(props)}
-
-
-def _many(item: dict) -> dict:
-    return {"type": "array", "items": item}
-
-
-MOOD = _out(id=INT, slug=S, title=S, archived=BOOL, created_at=TIME)
-POST = _out(id=INT, mood=S, sender=S, sender_kind={"enum": ["person", "agent"]},
+MOOD = schema_out(id=INT, slug=S, title=S, archived=BOOL, created_at=TIME)
+POST = schema_out(id=INT, mood=S, sender=S, sender_kind={"enum": ["person", "agent"]},
             created_at=TIME, kind={"enum": list(names(PostKind))}, text=S,
             reply_to=MAYBE_INT, tokens=INT)
-WAKE = _out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
+WAKE = schema_out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
             tools={"enum": ["full", "look"]}, status={"enum": list(names(WakeStatus))},
             created_at=TIME, started_at=MAYBE_TIME, finished_at=MAYBE_TIME,
-            answers=_many(INT), dial_source=S, prompt_tokens=INT, reply_post_id=MAYBE_INT,
+            answers=schema_many(INT), dial_source=S, prompt_tokens=INT, reply_post_id=MAYBE_INT,
             error=S)
 WAKE_FULL = {**WAKE, "properties": {**WAKE["properties"], "text": S},
              "required": WAKE["required"] + ["text"]}
 MAYBE_S = {"type": ["string", "null"]}
 # progress: what a Claude Code turn is doing now (the tool, a file's name), or null
-AT_WORK = _out(mood=S, since=TIME, wake_id=INT, kind=S, progress=MAYBE_S)
-HELD = _out(mood=S, reason=S)
+AT_WORK = schema_out(mood=S, since=TIME, wake_id=INT, kind=S, progress=MAYBE_S)
+HELD = schema_out(mood=S, reason=S)
 AWAY = {"type": ["object", "null"], "properties": {
     "activity": S, "label": S, "mood": S, "since": TIME, "back_about": TIME,
     "reachable": BOOL, "called_back": BOOL, "line": S}}
-AGENT_STATE = _out(handle=S, state={"enum": ["idle", "at work", "holding", "away"]},
-                   at_work=_many(AT_WORK), held=_many(HELD), owed=INT, next_due=MAYBE_TIME,
+AGENT_STATE = schema_out(handle=S, state={"enum": ["idle", "at work", "holding", "away"]},
+                   at_work=schema_many(AT_WORK), held=schema_many(HELD), owed=INT, next_due=MAYBE_TIME,
                    turns_today=INT, tokens_today=INT, usd_today={"type": "number"}, away=AWAY)
-SETTINGS = {"type": "object", "additionalProperties": _out(
+SETTINGS = {"type": "object", "additionalProperties": schema_out(
     value={"type": ["string", "integer", "number", "null"]}, slot=S, until=MAYBE_TIME)}
 SCRAM = {"type": ["object", "null"], "properties": {"by": {"type": ["string", "null"]},
                                                      "at": TIME}}
-STATUS = _out(scram=SCRAM, agents=_many({"type": "object"}), in_flight=_many({"type": "object"}),
-              next_due=_many({"type": "object"}), quarantined=_many({"type": "object"}),
-              scheduled=_many(_out(what={"enum": ["alarm", "checkin"]}, agent=S, mood=S,
+STATUS = schema_out(scram=SCRAM, agents=schema_many({"type": "object"}), in_flight=schema_many({"type": "object"}),
+              next_due=schema_many({"type": "object"}), quarantined=schema_many({"type": "object"}),
+              scheduled=schema_many(schema_out(what={"enum": ["alarm", "checkin"]}, agent=S, mood=S,
                                    at=TIME, local=S)))
-WHY = _out(mood=S, agent=S, scram=SCRAM, hold={"type": ["object", "null"]}, owed=INT,
+WHY = schema_out(mood=S, agent=S, scram=SCRAM, hold={"type": ["object", "null"]}, owed=INT,
            in_flight=MAYBE_INT, decisions={"type": "object"}, timers={"type": "object"},
-           quarantined=_many({"type": "object"}), first_cycle_run=BOOL,
+           quarantined=schema_many({"type": "object"}), first_cycle_run=BOOL,
            mentions_before_first_cycle=INT, away=AWAY)
-ALARM = _out(id=INT, agent=S, mood=S, kind={"enum": ["at", "daily", "cron"]}, spec=S, tz=S,
-             note=S, set_by=S, lateness_cutoff_minutes=INT, next={"type": ["string", "null"]},
-             next_at=MAYBE_TIME, fired=INT, removed_at=MAYBE_TIME)
-SLUG = Param("mood", "string", "Only this Mood (its slug).")
-AGENT = Param("agent", "string", "Only this agent (its handle).")
+
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/me", me, "The person the token belongs to.",
-          returns=_out(handle=S, trust={"enum": ["full", "look", "none"]}, operator=BOOL)),
-    Route("GET", "/moods", list_moods, "Every Mood.", returns=_many(MOOD),
+          returns=schema_out(handle=S, trust={"enum": ["full", "look", "none"]}, operator=BOOL)),
+    Route("GET", "/moods", list_moods, "Every Mood.", returns=schema_many(MOOD),
           query=(Param("archived", "integer", "1: include archived Moods."),)),
     Route("POST", "/moods", add_mood, "Create a Mood (operators).", need="operator", status=201,
-          body=_obj({"slug": S, "title": S}, ("slug",)), errors=(400, 409), returns=MOOD),
+          body=schema_obj({"slug": S, "title": S}, ("slug",)), errors=(400, 409), returns=MOOD),
     Route("GET", "/moods/{slug}", show_mood, "One Mood.", errors=(404,), returns=MOOD),
     Route("GET", "/moods/{slug}/posts", list_posts,
           "Posts, oldest first: after after_id the oldest, else the newest (before before_id).",
           query=(Param("after_id", "integer", "Only posts after this id."),
                  Param("before_id", "integer", "Only posts before this id."),
                  Param("limit", "integer", f"How many (1-{MAX_LIMIT}, default 50).")),
-          errors=(400, 404), returns=_many(POST)),
+          errors=(400, 404), returns=schema_many(POST)),
     Route("POST", "/moods/{slug}/posts", add_post,
           "Post as the token's person (trust look or full), as `mood-poller post` does.",
           need="post", status=201, errors=(400, 404, 413, 429),
-          body=_obj({"text": S, "reply_to": {"type": "integer"}}, ("text",)), returns=POST),
+          body=schema_obj({"text": S, "reply_to": {"type": "integer"}}, ("text",)), returns=POST),
     Route("POST", "/moods/{slug}/signins", add_signin,
           "Record that the token's person signed in to the Mood (an arrival).", status=201,
-          body=_obj({"label": S}, ()), errors=(400, 404),
-          returns=_out(id=INT, handle=S, mood=S, label=S, at=TIME)),
+          body=schema_obj({"label": S}, ()), errors=(400, 404),
+          returns=schema_out(id=INT, handle=S, mood=S, label=S, at=TIME)),
     Route("POST", "/moods/{slug}/typing", add_typing,
           "Signal that the token's person is typing: considers in the Mood wait 15 s after the "
-          "newest signal.", errors=(404,), returns=_out(mood=S, handle=S, at=TIME)),
+          "newest signal.", errors=(404,), returns=schema_out(mood=S, handle=S, at=TIME)),
     Route("GET", "/moods/{slug}/events", None,
           "Server-Sent Events: post, turn_started, turn_ended, working, holds. Resume with "
           "Last-Event-ID (or ?after=) as sent in each event's id.",
@@ -382,19 +254,19 @@ ROUTES: tuple[Route, ...] = (
     Route("PUT", "/settings", set_settings,
           "Set a key (trust full for a Mood's dials; operators for every Mood), validated as "
           "`mood-poller set` validates it.", need="post", errors=(400, 404),
-          body=_obj({"key": S, "value": S, "mood": S, "agent": S, "note": S,
+          body=schema_obj({"key": S, "value": S, "mood": S, "agent": S, "note": S,
                      "until": {"type": "string", "format": "date-time"}}, ("key", "value")),
-          returns=_out(key=S, old={}, new={}, slot=S, mood={"type": ["string", "null"]},
+          returns=schema_out(key=S, old={}, new={}, slot=S, mood={"type": ["string", "null"]},
                        agent={"type": ["string", "null"]}, until=MAYBE_TIME)),
     Route("GET", "/agents", list_agents,
           "Agents: idle, at work (since, where), holding or away; holds, next due, turns and "
-          "tokens today.", returns=_many(AGENT_STATE)),
+          "tokens today.", returns=schema_many(AGENT_STATE)),
     Route("GET", "/wakes", list_wakes, "Recent wakes, newest first (operators).", need="operator",
           query=(SLUG, AGENT, Param("kind", "string", "Only this kind.", names(WakeKind)),
                  Param("status", "string", "Only this status.", names(WakeStatus)),
                  Param("since", "time", "Only wakes recorded at or after this time."),
                  Param("limit", "integer", "How many (default 50).")), errors=(400, 404),
-          returns=_many(WAKE)),
+          returns=schema_many(WAKE)),
     Route("GET", "/wakes/{wake_id}", show_wake,
           "One wake in full: the exact text the agent was shown (operators).", need="operator",
           errors=(404,), returns=WAKE_FULL),
@@ -405,26 +277,10 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/status", status, "Turns in flight, holds, what is due (operators).",
           need="operator", returns=STATUS),
     Route("POST", "/scram", set_scram, "Emergency stop: wake nothing, end running turns "
-          "(operators).", need="operator", returns=_out(scram=BOOL, turns_ended=INT)),
+          "(operators).", need="operator", returns=schema_out(scram=BOOL, turns_ended=INT)),
     Route("DELETE", "/scram", lift_scram, "Lift the emergency stop (operators).",
-          need="operator", returns=_out(scram=BOOL, lifted=BOOL)),
-    Route("GET", "/alarms", list_alarms, "Alarms and when each is next due (operators).",
-          need="operator", query=(SLUG, AGENT), errors=(404,), returns=_many(ALARM)),
-    Route("POST", "/alarms", add_alarm, "Add an alarm: one of at, daily, cron, with an IANA tz "
-          "(operators); warnings name DST gaps and repeats.", need="operator", status=201,
-          body=_obj({"agent": S, "mood": S, "at": S, "daily": S, "cron": S, "tz": S, "note": S,
-                     "lateness_cutoff_minutes": INT}, ("agent", "mood", "tz")),
-          errors=(400, 404), returns=ALARM),
-    Route("DELETE", "/alarms/{alarm_id}", remove_alarm, "Remove an alarm (operators).",
-          need="operator", errors=(404,), returns=ALARM),
-    Route("GET", "/checkin", my_checkin, "The token's person's check-in agreement (not an "
-          "emergency service).", errors=(404,), returns={"type": "object"}),
-    Route("POST", "/checkin/done", checkin_done, "I'm here: a dated check-in for the deadline "
-          "named (the next one or the latest passed).", errors=(400, 404),
-          body=_obj({"for": S}, ("for",)), returns={"type": "object"}),
-    Route("POST", "/checkin/accept", checkin_accept, "A contact agrees, with the single-use "
-          "code from their invitation.", need=None, errors=(400,),
-          body=_obj({"code": S}, ("code",)), returns=_out(person=S, consented=BOOL)),
+          need="operator", returns=schema_out(scram=BOOL, lifted=BOOL)),
+    *poller.schedules.api.ROUTES,
     Route("GET", "/openapi.json", None, "This document.", need=None,
           returns={"type": "object", "required": ["openapi", "paths"]}),
 )
