@@ -16,7 +16,7 @@ from poller import errors
 from poller.cycle.context import Planned
 from poller.kinds import WakeKind
 from poller.cycle.loop import Poller
-from poller.store import cycle
+from poller.store import cycle, facts
 
 
 def preview(poller: Poller, slug: str, handle: str, kind: str, now: dt.datetime,
@@ -28,7 +28,8 @@ def preview(poller: Poller, slug: str, handle: str, kind: str, now: dt.datetime,
     with store.scratch() as s:
         ctx.settings.refresh(s)
         ctx.agents = cycle.agents(s)
-        l = cycle.listeners_for(s, {(agent_info.id, mood_info.id)})[(agent_info.id, mood_info.id)]
+        pair = (agent_info.id, mood_info.id)
+        l = facts.listeners(s, {pair})[pair]  # changed below for the preview only, never saved
         owed = cycle.owed_posts(s, agent_info.id, mood_info.id)
         newest_person = cycle.newest_person_post(s, mood_info.id)
         if kind in (WakeKind.MENTION, WakeKind.CONSIDER) and newest_person == 0 \

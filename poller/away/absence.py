@@ -32,7 +32,7 @@ from poller.away import catalog
 from poller.wake import summarize
 from poller.config import SummarizerConfig
 from poller.cycle.context import Context
-from poller.store import absences, cycle
+from poller.store import absences, facts
 
 log = logging.getLogger("poller.absence")
 
@@ -117,8 +117,10 @@ def nudges(ctx: Context, now: dt.datetime) -> int:
     if not due:
         return 0
     with ctx.store.writing() as s:
-        for pair, l in cycle.listeners_for(s, set(due)).items():
+        listeners = facts.listeners(s, set(due))
+        for l in listeners.values():
             if l.nudge_due_at is None:
                 l.nudge_due_at = now
                 l.due_at = now if l.due_at is None else min(l.due_at, now)
+        facts.save(s, listeners.values())
     return len(due)

@@ -24,9 +24,9 @@ from poller import kinds, law
 from poller.cycle import due
 from poller.cycle.context import Context, Planned, TickReport, log_decision
 from poller.kinds import ParticipantKind, Tools, Trust
-from poller.models import Listener
+from poller.store.facts import ListenerRow
 from poller.cycle import presence
-from poller.store import cycle, reads
+from poller.store import cycle, facts, reads
 from poller.turns import registry
 from poller.values import AgentInfo, MoodInfo
 
@@ -62,7 +62,7 @@ class Gathering:
 
     ctx: Context
     s: object
-    l: Listener
+    l: ListenerRow
     agent: AgentInfo
     mood: MoodInfo
     values: dict
@@ -104,7 +104,7 @@ def lately(g: Gathering, keep_from: int = 0) -> Material:
     return Material(hist, new_after=g.l.looked_id or 0)
 
 
-def gather(ctx: Context, s, kind: str, l: Listener, agent: AgentInfo, mood: MoodInfo,
+def gather(ctx: Context, s, kind: str, l: ListenerRow, agent: AgentInfo, mood: MoodInfo,
            values: dict, owed: list[int], now: dt.datetime,
            force_tools: Optional[str] = None, absence: object = None,
            judges: tuple[str, ...] = ()) -> Draft:
@@ -207,11 +207,11 @@ def record(ctx: Context, s, draft: Draft, wake: compose.ComposedWake, now: dt.da
     """Record the wake if nothing changed since it was decided; None if something did."""
     pair = (draft.agent.id, draft.mood.id)
     if draft.guard is None:
-        l = cycle.claim_listener(s, *pair)
+        l = facts.claim_one(s, *pair)
         if l is None:
             return None  # another poller holds it now
     else:
-        l = cycle.listeners_for(s, {pair})[pair]  # a schedule's pair may have none yet
+        l = facts.listeners(s, {pair})[pair]  # a schedule's pair may have none yet
     cycle.lock_agent(s, draft.agent.id)
     if (cycle.flag(s, "scram") is not None  # an emergency stop came while it was composed
             or not cycle.agent_active(s, draft.agent.id)):  # removed while it was composed
@@ -235,6 +235,7 @@ def record(ctx: Context, s, draft: Draft, wake: compose.ComposedWake, now: dt.da
     cycle.record_decision(s, draft.agent.id, draft.mood.id, draft.kind, "wake", "woke", None,
                           now, row.id)
     after_wake(ctx, s, l, draft, now)
+    facts.save(s, [l])
     report.decisions.append((draft.agent.handle, draft.mood.slug, draft.kind, "woke"))
     log_decision(draft.agent.handle, draft.mood.slug, draft.kind,
                  draft.decision or law.Decision("wake", "", None), True)
@@ -246,7 +247,7 @@ def screen_out(ctx: Context, s, draft: Draft, reason: str, now: dt.datetime,
                report: TickReport) -> bool:
     """The screen said the consider's posts do not need the agent: record that and spend
     the consider, if nothing changed since it was decided (else False: weighed again)."""
-    l = cycle.claim_listener(s, draft.agent.id, draft.mood.id)
+    l = facts.claim_one(s, draft.agent.id, draft.mood.id)
     if l is None or cycle.fingerprint(s, l, now) != draft.fingerprint:
         return False
     code = law.Decision("skip", "screened-out")
@@ -258,12 +259,13 @@ def screen_out(ctx: Context, s, draft: Draft, reason: str, now: dt.datetime,
     cooldown = ctx.settings.values(draft.mood.id, draft.agent.id, now)["cooldown"]
     l.cooldown_until = now + dt.timedelta(seconds=cooldown)
     l.due_at = due.next_due(l, False, now)
+    facts.save(s, [l])
     report.decisions.append((draft.agent.handle, draft.mood.slug, draft.kind, code.code))
     log_decision(draft.agent.handle, draft.mood.slug, draft.kind, code, True)
     return True
 
 
-def after_wake(ctx: Context, s, l: Listener, draft: Draft, now: dt.datetime) -> None:
+def after_wake(ctx: Context, s, l: ListenerRow, draft: Draft, now: dt.datetime) -> None:
     """The listener once the wake is recorded: what it saw, what is taken care of."""
     spec = kinds.spec(draft.kind)
     l.looked_id = max(l.looked_id or 0, draft.seen_id)
@@ -282,7 +284,7 @@ def after_wake(ctx: Context, s, l: Listener, draft: Draft, now: dt.datetime) -> 
     l.due_at = None  # the turn's settling makes it due again
 
 
-def next_arrival(ctx: Context, s, l: Listener, now: dt.datetime) -> int:
+def next_arrival(ctx: Context, s, l: ListenerRow, now: dt.datetime) -> int:
     """The sign-in after the one just dealt with, still fresh and not the agent's own."""
     since = now - dt.timedelta(seconds=ctx.cfg.arrival_window)
     return cycle.next_signin(s, l.mood_id, l.arrival_signin_id, l.agent_id, since)

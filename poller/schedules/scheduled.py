@@ -34,7 +34,7 @@ from poller.cycle import drafts, evaluate
 from poller import law
 from poller.cycle.context import Context, Planned, Step, TickReport, log_decision
 from poller.kinds import ContactState, Outcome, Tools, WakeKind
-from poller.store import cycle, schedules
+from poller.store import cycle, facts, schedules
 from poller.values import MoodInfo
 
 log = logging.getLogger("poller.scheduled")
@@ -178,7 +178,8 @@ def one(ctx: Context, step: Step, job: Job, now: dt.datetime,
 def listener(s, job: Job):
     """The pair's listener row (made if missing), locked: where a stop and what the
     agent has seen are kept."""
-    return cycle.listeners_for(s, {(job.agent_id, job.mood_id)})[(job.agent_id, job.mood_id)]
+    pair = (job.agent_id, job.mood_id)
+    return facts.listeners(s, {pair})[pair]
 
 
 def weigh(ctx: Context, s, job: Job, l, now: dt.datetime) -> law.Decision:

@@ -328,11 +328,6 @@ _DUE_AFTER = _DUE.where(sa.tuple_(*_DUE_KEY) > sa.tuple_(
     sa.bindparam("d", type_=_L.c.due_at.type), sa.bindparam("a"), sa.bindparam("m")))
 
 
-def claim_listener(s: Session, agent_id: int, mood_id: int) -> Optional[Listener]:
-    q = sa.select(Listener).where(Listener.agent_id == agent_id, Listener.mood_id == mood_id)
-    return s.scalar(skip_locked(s, q))
-
-
 def lock_agent(s: Session, agent_id: int) -> None:
     """Serialise per-agent caps across pollers (a no-op on SQLite, which is serial)."""
     if s.get_bind().dialect.name == "postgresql":

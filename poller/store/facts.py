@@ -153,6 +153,19 @@ def _to_driver(dialect):
     return lambda v: None if v is None else v.astimezone(UTC).replace(tzinfo=None)
 
 
+def claim_one(s: Session, agent_id: int, mood_id: int) -> Optional[ListenerRow]:
+    """The pair's listener, locked for this transaction; None if it has none, or
+    (PostgreSQL) another poller holds it now."""
+    s.flush()
+    conn = s.connection()
+    q = sa.select(*(LISTENERS.c[name] for name in COLUMNS)).where(
+        LISTENERS.c.agent_id == agent_id, LISTENERS.c.mood_id == mood_id)
+    if conn.dialect.name == "postgresql":
+        q = q.with_for_update(skip_locked=True)
+    row = conn.execute(q).first()
+    return None if row is None else ListenerRow(row)
+
+
 def save(s: Session, rows: Iterable[ListenerRow]) -> None:
     """Insert the new listener rows and update the changed ones, an executemany each.
 
