@@ -88,20 +88,17 @@ def send_waiting(store, cfg: MailConfig, holder: str, now: dt.datetime) -> int:
         with store.writing() as s:
             m = schedules.claim_mail(s, mail_id, holder, now)
             if m is not None and not still_wanted(s, m):
-                m.state, m.error = "withdrawn", "the check-in it was about was answered or ended"
+                schedules.withdraw_mail(s, mail_id,
+                                        "the check-in it was about was answered or ended")
                 m = None
             msg = message(m, cfg.sender, now) if m is not None else None
+            kept = (CODE_LINE.sub("    (the single-use code, not kept once sent)", m.body)
+                    if m is not None and m.purpose == "invite" else None)
         if msg is None:
             continue  # another poller has it, or it is no longer wanted
         state, error = _attempt(cfg, msg, mail_id, lambda: _handing(store, mail_id))
         with store.writing() as s:
-            m = schedules.mail(s, mail_id)
-            m.state, m.error = state, error
-            m.sent_at = now if state == "sent" else None
-            if state == "sent" and m.purpose == "invite":
-                m.body = CODE_LINE.sub("    (the single-use code, not kept once sent)", m.body)
-            if state == "pending":
-                m.claimed_at, m.claimed_by = None, ""
+            schedules.mail_attempted(s, mail_id, state, error, now, sent_body=kept)
         sent += state == "sent"
     return sent
 

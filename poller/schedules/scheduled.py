@@ -209,40 +209,35 @@ def gather(ctx: Context, s, job: Job, l, now: dt.datetime) -> drafts.Draft:
         return row is not None and weigh(ctx, s, job, l, now).outcome == Outcome.WAKE
 
     def write_covered(s, wake_id: int, _answers, now: dt.datetime) -> None:
-        row = claimed[-1]
-        covered(s, job, row, wake_id, now)
-        row.version += 1
+        covered(s, job, claimed[-1], wake_id, now)
 
     d.guard, d.on_record = still_due, (write_covered,)
     return d
 
 
 def covered(s, job: Job, row, wake_id: int, now: dt.datetime) -> None:
-    """What the recorded wake answers, written with it."""
+    """What the recorded wake answers, written with it (and the row's version moved on)."""
     if job.table == "alarm":
-        row.next_at, row.fired, row.last_wake_id = job.firing.next_at, row.fired + job.firing.count, wake_id
+        schedules.alarm_fired(s, row, job.firing.next_at, job.firing.count, wake_id)
         return
     if job.kind == WakeKind.CHECKIN_CONTACT:
-        st = schedules.open_streak(s, row.id)
-        st.contact_state, st.contact_wake_id = ContactState.OFFERED, wake_id
+        schedules.contact_offered(s, row.id, wake_id)
     else:
-        st = schedules.open_streak(s, row.id)
-        if st is None:
-            st = schedules.add_streak(s, agreement_id=row.id, first_due=job.missed[0],
-                                 last_due=job.missed[-1], opened_at=now)
-        st.last_due = job.missed[-1]
-        schedules.add_notice(s, wake_id=wake_id, streak_id=st.id, oldest_due=job.missed[0],
-                        newest_due=job.missed[-1], late=job.late)
-        row.processed_until = job.missed[-1]
+        schedules.notice_recorded(s, row, job.missed[0], job.missed[-1], wake_id, job.late, now)
     plan_next(s, row, now)
 
 
 def plan_next(s, row, now: dt.datetime) -> None:
-    """The agreement's next look: its next deadline, or its open streak's grace end."""
+    """The agreement's next look: its next deadline, or its open streak's grace end; and
+    its version moved on."""
     st = schedules.open_streak(s, row.id)
-    row.next_check_at = checkins.next_check(agreements.terms(row), st.grace_until if st else None,
-                                            st.contact_state if st else ContactState.NONE)
-    row.updated_at = now
+    schedules.plan_agreement(s, row, checkins.next_check(
+        agreements.terms(row), st.grace_until if st else None,
+        st.contact_state if st else ContactState.NONE), now)
+
+
+CONTACT_NOTES = {ContactState.OFF: "the contact stage was off when grace ended",
+                 ContactState.LATE: "grace ended past the lateness cutoff"}
 
 
 def settle_quietly(s, job: Job, now: dt.datetime) -> None:
@@ -252,11 +247,7 @@ def settle_quietly(s, job: Job, now: dt.datetime) -> None:
     if row is None:
         return
     if job.contact_state:
-        st = schedules.open_streak(s, row.id)
-        st.contact_state = job.contact_state
-        st.contact_note = {ContactState.OFF: "the contact stage was off when grace ended",
-                           ContactState.LATE: "grace ended past the lateness cutoff"}[job.contact_state]
+        schedules.contact_ended(s, row.id, job.contact_state, CONTACT_NOTES[job.contact_state])
         log.info("agreement %s: contact stage %s", row.id, job.contact_state,
                  extra={"action": "contact_stage", "state": job.contact_state})
     plan_next(s, row, now)
-    row.version += 1

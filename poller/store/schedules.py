@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller import errors
-from poller.kinds import IN_FLIGHT, LIVE_AGREEMENTS, AgreementStatus
+from poller.kinds import IN_FLIGHT, LIVE_AGREEMENTS, AgreementStatus, ContactState
 from poller.models import (Agent, Alarm, CheckinAgreement, CheckinNotice, CheckinStreak, Listener,
                            MailOut, Mood, Participant, Post, Wake)
 from poller.store import cycle
@@ -236,6 +236,47 @@ def previous_seen(s: Session, agent_id: int, mood: int, before_wake: int) -> int
                     .order_by(Wake.id.desc()).limit(1)) or 0
 
 
+# -- what a scheduled wake covers, written with it ----------------------------------------------
+
+
+def alarm_fired(s: Session, row: Alarm, next_at: Optional[dt.datetime], count: int,
+                wake_id: int) -> None:
+    """An alarm's wake covers *count* firings; it is next due at *next_at* (None: never)."""
+    row.next_at, row.fired, row.last_wake_id = next_at, row.fired + count, wake_id
+    row.version += 1
+
+
+def contact_offered(s: Session, agreement_id: int, wake_id: int) -> None:
+    st = open_streak(s, agreement_id)
+    st.contact_state, st.contact_wake_id = ContactState.OFFERED, wake_id
+
+
+def contact_ended(s: Session, agreement_id: int, state: str, note: str) -> None:
+    """The open streak's contact stage ended unopened, and why."""
+    st = open_streak(s, agreement_id)
+    st.contact_state, st.contact_note = state, note
+
+
+def notice_recorded(s: Session, row: CheckinAgreement, oldest: dt.datetime,
+                    newest: dt.datetime, wake_id: int, late: bool, now: dt.datetime) -> None:
+    """A missed-check-in wake: its notice, in the open streak (opened if none)."""
+    st = open_streak(s, row.id)
+    if st is None:
+        st = add_streak(s, agreement_id=row.id, first_due=oldest, last_due=newest, opened_at=now)
+    st.last_due = newest
+    add_notice(s, wake_id=wake_id, streak_id=st.id, oldest_due=oldest, newest_due=newest,
+               late=late)
+    row.processed_until = newest
+
+
+def plan_agreement(s: Session, row: CheckinAgreement, next_check_at: Optional[dt.datetime],
+                   now: dt.datetime) -> None:
+    """The agreement's next look, and its version moved on (a second poller that read it
+    finds it moved)."""
+    row.next_check_at, row.updated_at = next_check_at, now
+    row.version += 1
+
+
 # -- the mail outbox ----------------------------------------------------------------------------
 
 
@@ -256,6 +297,26 @@ def claim_mail(s: Session, mail_id: int, holder: str, now: dt.datetime) -> Optio
     done = s.execute(sa.update(MailOut).where(MailOut.id == mail_id, MailOut.state == "pending")
                      .values(state="sending", claimed_at=now, claimed_by=holder)).rowcount
     return s.get(MailOut, mail_id) if done == 1 else None
+
+
+def withdraw_mail(s: Session, mail_id: int, why: str) -> None:
+    """A claimed message no longer wanted: never sent."""
+    m = s.get(MailOut, mail_id)
+    m.state, m.error = "withdrawn", why
+
+
+def mail_attempted(s: Session, mail_id: int, state: str, error: str, now: dt.datetime,
+                   sent_body: Optional[str] = None) -> None:
+    """How handing a message to the server went: sent (its body replaced by *sent_body*
+    when given: an invitation's code is not kept once sent), failed, or pending again
+    (the server could not be reached: the claim is released)."""
+    m = s.get(MailOut, mail_id)
+    m.state, m.error = state, error
+    m.sent_at = now if state == "sent" else None
+    if state == "sent" and sent_body is not None:
+        m.body = sent_body
+    if state == "pending":
+        m.claimed_at, m.claimed_by = None, ""
 
 
 def mark_mail_handing(s: Session, mail_id: int) -> None:
