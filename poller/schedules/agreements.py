@@ -54,17 +54,13 @@ def terms(g) -> checkins.Terms:
 
 def replan(s, g, now: dt.datetime) -> None:
     st = schedules.open_streak(s, g.id)
-    g.next_check_at = checkins.next_check(terms(g), st.grace_until if st else None,
-                                          st.contact_state if st else ContactState.NONE)
-    g.updated_at, g.version = now, g.version + 1
+    schedules.plan_agreement(s, g, checkins.next_check(
+        terms(g), st.grace_until if st else None,
+        st.contact_state if st else ContactState.NONE), now)
 
 
 def close_streak(s, g, why: str, now: dt.datetime) -> bool:
-    st = schedules.open_streak(s, g.id)
-    if st is None:
-        return False
-    st.closed_at, st.closed_by = now, why
-    return True
+    return schedules.close_open_streak(s, g.id, why, now)
 
 
 # -- setting up ------------------------------------------------------------------------------
@@ -86,8 +82,7 @@ def setup(store, *, person: str, agent: str, mood: str, kind: str, when: str, tz
         old = schedules.live_agreement(s, ids[0], lock=True)
         if old is not None:
             close_streak(s, old, "replace", now)
-            old.status, old.armed, old.next_check_at = AgreementStatus.REPLACED, False, None
-            old.consent_digest, old.version = None, old.version + 1
+            schedules.replaced(s, old)
         g = schedules.add_agreement(s, person_id=ids[0], agent_id=ids[1], mood_id=ids[2], kind=kind,
                                spec=spec.text, tz=spec.tz, grace_minutes=grace,
                                lateness_cutoff_minutes=cutoff, status=AgreementStatus.ACTIVE,
@@ -104,7 +99,7 @@ def setup(store, *, person: str, agent: str, mood: str, kind: str, when: str, tz
 def invite(s, g, person: str, now: dt.datetime) -> None:
     """One invitation to the contact, with a single-use code; only its hash is kept."""
     code = secrets.token_urlsafe(12)
-    g.consent_digest, g.consent_at = digest(code), None
+    schedules.consent_asked(s, g, digest(code))
     body = (f"Hello,\n\n{person} has set up a check-in agreement with an AI agent and named you "
             f"as the one contact it may write to if {person} misses a check-in and does not "
             f"answer a reminder. It would write at most one short message per missed check-in, "
@@ -123,7 +118,7 @@ def accept(store, code: str, now: dt.datetime) -> dict:
         g = schedules.by_consent(s, digest(code)) if code.strip() else None
         if g is None:
             raise errors.UserError("that code is unknown or was already used")
-        g.consent_digest, g.consent_at = None, now
+        schedules.consent_given(s, g, now)
         replan(s, g, now)
         return view(s, g, now)
 
@@ -162,19 +157,20 @@ def _pause(s, g, now, _ready) -> None:
     if g.status == AgreementStatus.PAUSED:
         raise errors.UserError("the agreement is already paused")
     close_streak(s, g, "pause", now)  # not a check-in: the streak ends, nobody is contacted
-    g.status, g.armed = AgreementStatus.PAUSED, False
+    schedules.agreement_state(s, g, status=AgreementStatus.PAUSED, armed=False)
 
 
 def _resume(s, g, now, _ready) -> None:
     if g.status != AgreementStatus.PAUSED:
         raise errors.UserError("the agreement is not paused")
-    g.status = AgreementStatus.ACTIVE
-    g.processed_until = max(g.processed_until, now)  # deadlines in the pause were not watched
+    # deadlines in the pause were not watched
+    schedules.agreement_state(s, g, status=AgreementStatus.ACTIVE, watched_from=now)
 
 
 def _cancel(s, g, now, _ready) -> None:
     close_streak(s, g, "cancel", now)
-    g.status, g.armed, g.consent_digest = AgreementStatus.CANCELLED, False, None
+    schedules.agreement_state(s, g, status=AgreementStatus.CANCELLED, armed=False,
+                              forget_consent=True)
 
 
 def _arm(s, g, now, ready) -> None:
@@ -187,11 +183,11 @@ def _arm(s, g, now, ready) -> None:
         raise errors.UserError("no mail server is configured ([mail] host): nothing could be sent")
     if schedules.open_streak(s, g.id) is not None or checkins.missed(terms(g), now):
         raise errors.UserError("a check-in is missed: check in first, then arm")
-    g.armed = True
+    schedules.agreement_state(s, g, armed=True)
 
 
 def _disarm(s, g, now, _ready) -> None:
-    g.armed = False
+    schedules.agreement_state(s, g, armed=False)
 
 
 def done(store, person: str, for_label: str, now: dt.datetime) -> dict:
@@ -210,10 +206,8 @@ def apply_answer(s, g, answer: checkins.Answer, now: dt.datetime) -> Optional[st
     """Write what a check-in answered; the deadline it answered, shown (None: nothing new)."""
     if answer.answered is None:
         return None
-    g.answered_until = answer.answered_until
+    schedules.checked_in(s, g, answer.answered_until, answer.completes)
     close_streak(s, g, "checkin", now)
-    if answer.completes:
-        g.status, g.armed = AgreementStatus.COMPLETED, False
     replan(s, g, now)
     return timing.shown(answer.answered, g.tz)
 
@@ -250,12 +244,12 @@ def confirm_notice(s, w, now: dt.datetime) -> None:
     n = schedules.notice(s, w.id)
     if n is None or n.confirmed_at is not None:
         return
-    n.confirmed_at = now
+    schedules.notice_confirmed(s, n, now)
     st = schedules.streak(s, n.streak_id)
     g = schedules.agreement(s, st.agreement_id)
     if (st.closed_at is None and st.grace_until is None and not n.late and g.armed
             and g.status == AgreementStatus.ACTIVE):
-        st.grace_until, st.grace_wake_id = now + dt.timedelta(minutes=g.grace_minutes), w.id
+        schedules.grace_planned(s, st, now + dt.timedelta(minutes=g.grace_minutes), w.id)
         replan(s, g, now)
 
 
@@ -320,24 +314,24 @@ def contact(s, w, block, notes: list[str], now: dt.datetime) -> str:
         return "this wake's one contact message was already used"
     g = schedules.agreement(s, st.agreement_id)
     if block is None or block.decline:
-        st.contact_state = ContactState.DECLINED
-        st.contact_note = block.decline if block else "the reply wrote no valid contact block"
+        schedules.contact_settled(s, st, ContactState.DECLINED, block.decline if block
+                                  else "the reply wrote no valid contact block")
         return ""
     why = _contact_refusal(st, g, block)
     if why and len(block.body) > checkins.CONTACT_BODY_LIMIT and st.closed_at is None:
         # The text was checked before the attempt was claimed: the window opens again
         # (while the lateness cutoff allows), and the next wake says why.
-        st.contact_state, st.contact_wake_id, st.contact_note = ContactState.NONE, None, why
+        schedules.contact_settled(s, st, ContactState.NONE, why, reopen=True)
         replan(s, g, now)
         return why
     if why:
-        st.contact_state, st.contact_note = ContactState.REFUSED, why
+        schedules.contact_settled(s, st, ContactState.REFUSED, why)
         return why
     schedules.add_mail(s, agreement_id=g.id, streak_id=st.id, purpose="contact",
                   recipient=g.contact_email, subject=text.check_utf8(block.subject, "subject"),
                   body=block.body + CONTACT_FOOTER, message_id=make_msgid(domain=MAIL_DOMAIN),
                   created_at=now)
-    st.contact_state, st.contact_note = ContactState.SENT, "written to the outbox"
+    schedules.contact_settled(s, st, ContactState.SENT, "written to the outbox")
     return ""
 
 

@@ -236,6 +236,76 @@ def previous_seen(s: Session, agent_id: int, mood: int, before_wake: int) -> int
                     .order_by(Wake.id.desc()).limit(1)) or 0
 
 
+# -- an agreement's life ------------------------------------------------------------------------
+
+
+def close_open_streak(s: Session, agreement_id: int, why: str, now: dt.datetime) -> bool:
+    """End the agreement's open streak (a check-in, a pause, a cancel...); False if none."""
+    st = open_streak(s, agreement_id)
+    if st is None:
+        return False
+    st.closed_at, st.closed_by = now, why
+    return True
+
+
+def replaced(s: Session, g: CheckinAgreement) -> None:
+    """A newer agreement of the person's takes this one's place."""
+    g.status, g.armed, g.next_check_at = AgreementStatus.REPLACED, False, None
+    g.consent_digest, g.version = None, g.version + 1
+
+
+def consent_asked(s: Session, g: CheckinAgreement, code_digest: str) -> None:
+    """An invitation went out: only its code's hash is kept, until the contact gives it."""
+    g.consent_digest, g.consent_at = code_digest, None
+
+
+def consent_given(s: Session, g: CheckinAgreement, now: dt.datetime) -> None:
+    g.consent_digest, g.consent_at = None, now
+
+
+def agreement_state(s: Session, g: CheckinAgreement, status: Optional[str] = None,
+                    armed: Optional[bool] = None,
+                    watched_from: Optional[dt.datetime] = None,
+                    forget_consent: bool = False) -> None:
+    """A person's control: its status, whether the contact stage is armed, deadlines
+    watched again only from *watched_from* (a resume), consent forgotten (a cancel)."""
+    if status is not None:
+        g.status = status
+    if armed is not None:
+        g.armed = armed
+    if watched_from is not None:
+        g.processed_until = max(g.processed_until, watched_from)
+    if forget_consent:
+        g.consent_digest = None
+
+
+def checked_in(s: Session, g: CheckinAgreement, answered_until: dt.datetime,
+               completes: bool) -> None:
+    """A check-in answered the deadlines up to *answered_until* (and the last of a once
+    agreement: it is complete)."""
+    g.answered_until = answered_until
+    if completes:
+        g.status, g.armed = AgreementStatus.COMPLETED, False
+
+
+def notice_confirmed(s: Session, notice: CheckinNotice, now: dt.datetime) -> None:
+    notice.confirmed_at = now
+
+
+def grace_planned(s: Session, streak: CheckinStreak, until: dt.datetime, wake_id: int) -> None:
+    """The streak's grace: the contact stage opens at *until* unless the person checks in."""
+    streak.grace_until, streak.grace_wake_id = until, wake_id
+
+
+def contact_settled(s: Session, streak: CheckinStreak, state: str, note: str,
+                    reopen: bool = False) -> None:
+    """How the contact stage's one message went: declined, refused, sent to the outbox,
+    or (*reopen*) refused before its attempt was used, so the stage is offered again."""
+    streak.contact_state, streak.contact_note = state, note
+    if reopen:
+        streak.contact_wake_id = None
+
+
 # -- what a scheduled wake covers, written with it ----------------------------------------------
 
 
