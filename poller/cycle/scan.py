@@ -110,7 +110,7 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
     for pair, row in listeners.items():
         reschedule(row, pair in owed_pairs, now)
     facts.save(s, listeners.values())
-    cur.value, cur.at = rows[-1].id, now
+    cycle.advance_cursor(s, cur, rows[-1].id, now)
     return len(rows)
 
 
@@ -209,5 +209,5 @@ def signins(ctx: Context, s, now: dt.datetime) -> int:
         except Exception as exc:
             set_aside(s, "signin", r.id, r.mood_id, exc, now)
     facts.save(s, listeners.values())
-    cur.value, cur.at = rows[-1].id, now
+    cycle.advance_cursor(s, cur, rows[-1].id, now)
     return len(rows)

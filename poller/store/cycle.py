@@ -93,6 +93,11 @@ def claim_cursor(s: Session, name: str) -> Optional[Cursor]:
     return s.scalar(skip_locked(s, sa.select(Cursor).where(Cursor.name == name)))
 
 
+def advance_cursor(s: Session, cursor: Cursor, value: int, now: dt.datetime) -> None:
+    """The claimed cursor read up to *value*."""
+    cursor.value, cursor.at = value, now
+
+
 def cursor_exists(s: Session, name: str) -> bool:
     return s.get(Cursor, name) is not None
 
