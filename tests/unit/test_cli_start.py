@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pkgutil
 import threading
+from pathlib import Path
 
 import click
 
@@ -19,14 +20,20 @@ import click
 def test_command_table_matches_the_commands():
     """Every command module's COMMANDS is in the table, and the table's short help is the
     command's own, at every width the help may be wrapped to."""
+    import poller
     import poller.cli
     from poller.cli import COMMANDS, load_command
 
-    modules = sorted(m.name for m in pkgutil.iter_modules(poller.cli.__path__)
-                     if m.name != "common")
+    # poller.cli's own command modules, and each organ's cli module, by its dotted name
+    modules = sorted([m.name for m in pkgutil.iter_modules(poller.cli.__path__)
+                      if m.name != "common"]
+                     + [f"poller.{m.name}.cli" for m in pkgutil.iter_modules(poller.__path__)
+                        if m.ispkg and (Path(m.module_finder.path) / m.name / "cli.py").exists()])
     assert sorted({module for module, _ in COMMANDS.values()}) == modules
+    assert "poller.schedules.cli" in modules and "poller.control.cli" in modules
     for module in modules:
-        mod = __import__(f"poller.cli.{module}", fromlist=["COMMANDS"])
+        dotted = module if "." in module else f"poller.cli.{module}"
+        mod = __import__(dotted, fromlist=["COMMANDS"])
         for command in mod.COMMANDS:
             assert COMMANDS.get(command.name, (None,))[0] == module, command.name
     for name, (module, short) in COMMANDS.items():
