@@ -55,7 +55,7 @@ class KindSpec:
     while_away: str = "skip"
     # -- the listeners' loop
     listened: bool = True  # False: it keeps a schedule of its own (poller.schedules)
-    due_at: Optional[Callable] = None  # (listener, owed, now) -> when it is due, or None
+    due_at: Optional[Callable] = None  # (listener, owed: its posts or whether any, now) -> when due
     schedule: str = "cooled"  # its part of next_due: cooled (waits out a cooldown) | free | lifts
     after_skip: Optional[Callable] = None  # (ctx, s, listener, decision, now): a skip's mark
     after_wake: Optional[Callable] = None  # (ctx, s, listener, draft, now): what a wake takes

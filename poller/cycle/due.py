@@ -29,10 +29,9 @@ def due_kinds(l, owed: list[int], now: dt.datetime) -> list[str]:
 def next_due(l, owed, now: dt.datetime) -> Optional[dt.datetime]:
     """The earliest time this listener needs looking at again (*owed*: the posts it owes,
     or whether it owes any)."""
-    owed_list = owed if isinstance(owed, list) else ([0] if owed else [])
     cooled, free, lifted = [], [], False
     for spec in kinds.listened():
-        at = spec.due_at(l, owed_list, now)
+        at = spec.due_at(l, owed, now)
         if at is None:
             continue
         if spec.schedule == "free":

@@ -26,10 +26,16 @@ LISTENING_GATES = ("listening-mentions", "listening-off", "stopped")  # a consid
 def called(g: drafts.Gathering) -> drafts.Material:
     """The posts that called it and what was said since it last spoke (for a session,
     since its last wake there: what came after, even while that turn ran, is new to it)."""
-    woke = reads.posts_by_id(g.s, g.owed)
+    return posts_and_since(g, g.owed, answers=list(g.owed))
+
+
+def posts_and_since(g: drafts.Gathering, post_ids, answers=()) -> drafts.Material:
+    """The posts *post_ids* and the catch-up after them: since its session's last wake
+    here, or, without a session, since it last spoke."""
+    woke = reads.posts_by_id(g.s, post_ids)
     after = g.since if g.held else max(g.since, cycle.last_spoke_id(g.s, g.agent.id, g.mood.id))
     hist, earlier = g.history(after, {p.id for p in woke})
-    return drafts.Material(hist, woke=woke, answers=list(g.owed), earlier=earlier)
+    return drafts.Material(hist, woke=woke, answers=list(answers), earlier=earlier)
 
 
 def mention_taken(ctx, s, l, draft, now) -> None:
@@ -113,10 +119,7 @@ QUIET = kinds.register(KindSpec(
 
 def left_unanswered(g: drafts.Gathering) -> drafts.Material:
     """The posts its cut-off turn was woken for, still unanswered, and what came since."""
-    woke = reads.posts_by_id(g.s, cycle.answers(g.s, g.l.followup_of))
-    after = g.since if g.held else max(g.since, cycle.last_spoke_id(g.s, g.agent.id, g.mood.id))
-    hist, earlier = g.history(after, {p.id for p in woke})
-    return drafts.Material(hist, woke=woke, earlier=earlier)
+    return posts_and_since(g, cycle.answers(g.s, g.l.followup_of))
 
 
 def followed_up(ctx, s, l, _done, now) -> None:

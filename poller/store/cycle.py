@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller import settings
-from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
+from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, Cursor, DecisionRow, Flag, Lease, Listener, Mention, Mood,
                            Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakeAnswer)
 from poller import procs

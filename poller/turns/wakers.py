@@ -115,8 +115,8 @@ class Waker:
         """What ``agent list`` shows of an agent aimed by options alone; nothing secret."""
         return ""
 
-    def run(self, turn: "Turn", on_start: Callable[[int], None],
-            cancel: threading.Event) -> "Outcome":
+    def run(self, turn: "TurnRequest", on_start: Callable[[int], None],
+            cancel: threading.Event) -> "TurnResult":
         """Wake the agent and wait for its reply; *on_start* gets the process group of
         anything started, and *cancel* ends the turn early."""
         raise NotImplementedError
