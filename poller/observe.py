@@ -70,6 +70,7 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
                 decisions[kind]["turn"] = {"status": w.status, "error": w.error}
         l = ops.listener(s, agent.id, mood.id)
         owed = len(cycle.owed_posts(s, agent.id, mood.id))
+        left = cycle.left_unanswered(s, agent.id, mood.id, l.followup_of if l is not None else 0)
         flight = cycle.in_flight_here(s, agent.id, mood.id)
         scram = _scram(s)
         aside = [_aside_json(q) for q in ops.quarantined(s, agent.id, mood.id)]
@@ -87,7 +88,8 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
                   "quiet_due_at": iso(l.quiet_due_at), "cooldown_until": iso(l.cooldown_until),
                   "quiet_backoff": l.quiet_backoff or None}
     return {"mood": slug, "agent": agent.handle, "scram": scram, "hold": hold,
-            "owed": owed, "in_flight": flight.id if flight else None,
+            "owed": owed, "left_unanswered": sorted(p for ps in left.values() for p in ps),
+            "in_flight": flight.id if flight else None,
             "decisions": decisions, "timers": timers, "quarantined": aside,
             "first_cycle_run": history is not None, "mentions_before_first_cycle": before,
             "floor": floor, "away": out, "untrusted_mentions": untrusted}
@@ -187,6 +189,7 @@ def status(store: Store, now: dt.datetime) -> dict:
         agents.append({
             "handle": handle, "state": st, "at_work": at_work, "held": holds,
             "owed": o.owed.get(agent_id, 0),
+            "left_unanswered": o.unanswered.get(agent_id, 0),
             "load": len(at_work),  # its turns in flight, anywhere
             "next_ready": [{"mood": d.mood, "at": iso(d.due_at)}
                            for d in (state.next_ready if state else [])],

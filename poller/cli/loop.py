@@ -229,6 +229,10 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
     if answer["hold"]:
         h = answer["hold"]
         common.echo(f"holding {h['owed']} mention(s) since {h['since']}: {h['reason']}")
+    if answer["left_unanswered"]:
+        ids = ", ".join(f"#p-{p}" for p in answer["left_unanswered"])
+        common.echo(f"left unanswered by a cut-off turn: {ids} (the next mention here or the "
+                    f"follow-up answers them)")
     if answer["in_flight"]:
         common.echo(f"at work here now: wake {answer['in_flight']}")
     if answer["away"]:
@@ -304,7 +308,9 @@ def status(app: App, as_json: bool) -> None:
         held = ", ".join(f"{h['mood']} ({h['reason']})" for h in a["held"]) or "-"
         out = f" ({a['away']['line']})" if a["away"] else ""
         common.echo(f"{a['handle']}: {a['state']}{out}; at work in {where}; holding in {held}; "
-                    f"{a['owed']} mention(s) owed")
+                    f"{a['owed']} mention(s) owed"
+                    + (f", {a['left_unanswered']} left unanswered by a cut-off turn"
+                       if a["left_unanswered"] else ""))
     common.echo(f"turns in flight: {len(st['in_flight'])}")
     for w in st["in_flight"]:
         doing = f": {w['progress']}" if w["progress"] else ""

@@ -53,6 +53,8 @@ class Draft:
     # Whether it still stands when recorded, for a wake not decided on a listener's
     # state (a schedule's): (s, listener) -> bool, in place of the fingerprint.
     guard: Optional[Callable] = None
+    # Cut-off wakes whose unanswered posts this one answers in their place.
+    took_over: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class Material:
     about_id: Optional[int] = None
     parts: dict = field(default_factory=dict)
     on_record: tuple[Callable, ...] = ()
+    took_over: tuple[int, ...] = ()  # cut-off wakes whose posts it answers in their place
 
 
 def lately(g: Gathering, keep_from: int = 0) -> Material:
@@ -158,7 +161,7 @@ def gather(ctx: Context, s, kind: str, l: ListenerRow, agent: AgentInfo, mood: M
         **m.parts)
     # What the session holds is still held: the next delta starts after all of it.
     draft = Draft(agent, mood, kind, tools, request, m.answers, m.about_id,
-                  max(shown | {since}), extras, on_record=m.on_record)
+                  max(shown | {since}), extras, on_record=m.on_record, took_over=m.took_over)
     draft.absence = absence
     return draft
 
@@ -226,7 +229,8 @@ def record(ctx: Context, s, draft: Draft, wake: compose.ComposedWake, now: dt.da
     row = cycle.add_wake(s, agent_id=draft.agent.id, mood_id=draft.mood.id, kind=draft.kind,
                          tools=draft.tools, text=wake.text, prompt_tokens=wake.prompt_tokens,
                          dial_source=wake.dial_source, now=now, answers=draft.answers,
-                         about_id=draft.about_id, seen_id=draft.seen_id)
+                         about_id=draft.about_id, seen_id=draft.seen_id,
+                         taking_over=draft.took_over)
     reads.taken(s, row.id, draft.extras)  # handed context and refusals go out once
     if draft.absence is not None:  # e.g. its pingers have had their judgment
         presence.current().recorded(s, draft, row.id, now)
@@ -278,9 +282,12 @@ def after_wake(ctx: Context, s, l: ListenerRow, draft: Draft, now: dt.datetime) 
     l.hold_reason, l.hold_since = None, None
     if spec.after_wake:
         spec.after_wake(ctx, s, l, draft, now)
-    if l.followup_of and draft.seen_id >= max(cycle.answers(s, l.followup_of), default=0):
-        # No follow-up once a wake has shown the agent what a cut-off turn left unanswered.
-        l.followup_of, l.followup_due_at = 0, None
+    if draft.took_over:
+        # What cut-off turns left unanswered is this wake's to answer now: no follow-up
+        # for them, nothing held for an operator any more.
+        if l.followup_of in draft.took_over:
+            l.followup_of, l.followup_due_at = 0, None
+        cycle.release_cut_offs(s, draft.took_over)
     l.due_at = None  # the turn's settling makes it due again
 
 

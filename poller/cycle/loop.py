@@ -50,17 +50,13 @@ from poller.wake import summarize
 from poller.cycle.context import Context, Planned, Step, TickReport
 from poller.scope import Scope
 from poller import procs
-from poller.store import Store, cycle
+from poller.store import Store, cycle, db
 from wiki_rules.fallback import BUILT_IN, DialWords
 
 __all__ = ["Poller", "Planned", "TickReport"]
 
 
-def transient_errors() -> tuple[type[Exception], ...]:
-    """Database errors that say nothing about the data: the cycle is retried whole."""
-    import sqlalchemy as sa
-
-    return (sa.exc.OperationalError, sa.exc.InterfaceError)
+transient_errors = db.transient_errors  # the cycle is retried whole on these
 
 log = logging.getLogger("poller.loop")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import signal
 
@@ -19,14 +20,19 @@ from poller.kinds import WakeStatus
 from poller import procs
 from poller.procs import group_alive, pid_alive
 from poller.store import cycle, turns
+from poller.turns import kept, settling
+
+log = logging.getLogger("poller.loop")
 
 UNSTARTED_GRACE = dt.timedelta(seconds=60)
 RUNNER_MARKERS = ("poller",)  # in the command line of a runner, or of a poller running turns itself
 
 
 def recover(ctx: Context, now: dt.datetime, ours: set[int]) -> tuple[int, list[int]]:
-    """Close dead turns; returns (how many closed, wake ids to start)."""
+    """Settle turns kept on disk, close dead turns; returns (how many closed, wake ids
+    to start)."""
     closed, start = 0, []
+    settle_kept(ctx, now, ours)
     stale = now - dt.timedelta(seconds=ctx.cfg.turn_stale)
     with ctx.store.reading() as s:  # most cycles find nothing: no write lock for that
         if not anything_to_recover(s, ours, stale, now):
@@ -50,6 +56,30 @@ def recover(ctx: Context, now: dt.datetime, ours: set[int]) -> tuple[int, list[i
             closed += 1
         start += cycle.unstarted_elsewhere(s, now - UNSTARTED_GRACE)
     return closed, start
+
+
+def settle_kept(ctx: Context, now: dt.datetime, ours: set[int]) -> int:
+    """Turns that finished while the store was down, whose runner is gone: settled from
+    what was kept on disk (:mod:`poller.turns.kept`), before anything calls them cut off.
+    Returns how many were settled."""
+    url, done = ctx.store.engine.url, 0
+    for wake_id in kept.waiting(url):
+        if wake_id in ours:
+            continue  # our own thread is still trying
+        with ctx.store.reading() as s:
+            w = cycle.wake_state(s, wake_id)
+        if w is not None and w.status == WakeStatus.RUNNING:
+            if w.host == procs.HOST and runner_alive(w.runner_pid, ours):
+                continue  # its runner is still trying
+            outcome = kept.kept(url, wake_id)
+            if outcome is None:
+                continue  # unreadable: left to the cut-off rule
+            status = settling.settle_outcome(ctx.store, wake_id, outcome, now)
+            log.info("turn %s settled from its kept outcome: %s", wake_id, status,
+                     extra={"action": "turn_settled_kept", "wake_id": wake_id, "status": status})
+            done += 1
+        kept.drop(url, wake_id)
+    return done
 
 
 def anything_to_recover(s, ours: set[int], stale: dt.datetime, now: dt.datetime) -> bool:

@@ -25,8 +25,15 @@ LISTENING_GATES = ("listening-mentions", "listening-off", "stopped")  # a consid
 
 def called(g: drafts.Gathering) -> drafts.Material:
     """The posts that called it and what was said since it last spoke (for a session,
-    since its last wake there: what came after, even while that turn ran, is new to it)."""
-    return posts_and_since(g, g.owed, answers=list(g.owed))
+    since its last wake there: what came after, even while that turn ran, is new to it).
+
+    What a cut-off turn here left unanswered calls it too: this wake answers those
+    posts in that turn's place (its follow-up is then not needed)."""
+    left = cycle.left_unanswered(g.s, g.agent.id, g.mood.id, g.l.followup_of)
+    calling = sorted(set(g.owed).union(*left.values()))
+    m = posts_and_since(g, calling, answers=calling)
+    m.took_over = tuple(left)
+    return m
 
 
 def posts_and_since(g: drafts.Gathering, post_ids, answers=()) -> drafts.Material:
@@ -118,8 +125,13 @@ QUIET = kinds.register(KindSpec(
 
 
 def left_unanswered(g: drafts.Gathering) -> drafts.Material:
-    """The posts its cut-off turn was woken for, still unanswered, and what came since."""
-    return posts_and_since(g, cycle.answers(g.s, g.l.followup_of))
+    """The posts cut-off turns here left unanswered, and what came since: the follow-up
+    answers them in their place."""
+    left = cycle.left_unanswered(g.s, g.agent.id, g.mood.id, g.l.followup_of)
+    posts = sorted(set().union(*left.values()))
+    m = posts_and_since(g, posts, answers=posts)
+    m.took_over = tuple(left)
+    return m
 
 
 def followed_up(ctx, s, l, _done, now) -> None:

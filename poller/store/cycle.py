@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import datetime as dt
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -375,19 +375,66 @@ class Recorded:
 
 def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, text: str,
              prompt_tokens: int, dial_source: str, now: dt.datetime, answers: list[int],
-             about_id: Optional[int], seen_id: int) -> Recorded:
-    """Record a wake and the posts it answers, before its turn starts."""
+             about_id: Optional[int], seen_id: int,
+             taking_over: Sequence[int] = ()) -> Recorded:
+    """Record a wake and the posts it answers, before its turn starts.
+
+    Posts a cut-off wake left unanswered (:func:`left_unanswered`) move to this
+    one when it answers them (*taking_over*: those wakes): a post is answered by
+    one wake at a time."""
     conn = s.connection()
     wake_id = conn.execute(sa.insert(Wake.__table__).values(
         agent_id=agent_id, mood_id=mood_id, kind=kind, tools=tools, status="pending",
         created_at=now, text=text, prompt_tokens=prompt_tokens, dial_source=dial_source,
         about_id=about_id, seen_id=seen_id, host=procs.HOST, error="")).inserted_primary_key[0]
+    if answers and taking_over:
+        wa = WakeAnswer.__table__
+        conn.execute(sa.delete(wa).where(wa.c.wake_id.in_(list(taking_over)),
+                                         wa.c.post_id.in_(answers)))
     if answers:
         conn.execute(sa.insert(WakeAnswer.__table__),
                      [dict(wake_id=wake_id, post_id=p, agent_id=agent_id) for p in answers])
         conn.execute(sa.delete(Owed.__table__).where(Owed.__table__.c.agent_id == agent_id,
                                                      Owed.__table__.c.post_id.in_(answers)))
     return Recorded(wake_id)
+
+
+def left_unanswered(s: Session, agent_id: int, mood_id: int,
+                    followup_of: int) -> dict[int, list[int]]:
+    """The posts cut-off turns here left unanswered, by wake: the turn owed a follow-up
+    (*followup_of*), and follow-ups held for an operator after being cut off too.
+
+    Until a wake answers them in their place (:func:`add_wake`'s *taking_over*)
+    they are shown as owed (``status``, ``why``); the next mention here, or the
+    follow-up, answers them."""
+    from poller.models import Quarantine
+
+    held = s.scalars(sa.select(Quarantine.ref).where(
+        Quarantine.kind == CUT_OFF_HELD, Quarantine.agent_id == agent_id,
+        Quarantine.mood_id == mood_id))
+    ids = {int(r) for r in held if r.isdigit()} | ({followup_of} if followup_of else set())
+    if not ids:
+        return {}
+    q = (sa.select(WakeAnswer.wake_id, WakeAnswer.post_id)
+         .join(Wake, Wake.id == WakeAnswer.wake_id)
+         .where(WakeAnswer.wake_id.in_(ids), Wake.status == WakeStatus.CUT_OFF,
+                Wake.reply_post_id.is_(None))
+         .order_by(WakeAnswer.post_id))
+    out: dict[int, list[int]] = {}
+    for wake_id, post_id in s.execute(q):
+        out.setdefault(wake_id, []).append(post_id)
+    return out
+
+
+CUT_OFF_HELD = "cut-off"  # the quarantine's kind for a follow-up cut off too
+
+
+def release_cut_offs(s: Session, wake_ids: Sequence[int]) -> None:
+    """Cut-off turns whose posts a later wake took over: nothing held for them any more."""
+    from poller.models import Quarantine
+
+    s.execute(sa.delete(Quarantine).where(Quarantine.kind == CUT_OFF_HELD,
+                                          Quarantine.ref.in_([str(i) for i in wake_ids])))
 
 
 def answers(s: Session, wake_id: int) -> list[int]:
@@ -627,6 +674,22 @@ def in_flight_here_unlocked(s: Session) -> list[InFlight]:
     q = sa.select(w.c.id, w.c.status, w.c.runner_pid, w.c.created_at).where(
         w.c.status.in_(IN_FLIGHT), w.c.host == procs.HOST)
     return [InFlight(*r) for r in s.connection().execute(q)]
+
+
+@dataclass(frozen=True)
+class WakeState:
+    """Where a turn stands: its status, and the machine and process running it."""
+
+    status: str
+    host: str
+    runner_pid: Optional[int]
+
+
+def wake_state(s: Session, wake_id: int) -> Optional[WakeState]:
+    w = Wake.__table__
+    row = s.connection().execute(sa.select(w.c.status, w.c.host, w.c.runner_pid)
+                                 .where(w.c.id == wake_id)).first()
+    return None if row is None else WakeState(*row)
 
 
 def any_silent_elsewhere(s: Session, stale: dt.datetime) -> bool:

@@ -32,6 +32,12 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 VERSION_TABLE = "alembic_version"  # Alembic's default, where it records the schema's revision
 
 
+def transient_errors() -> tuple[type[Exception], ...]:
+    """Database errors that say nothing about the data (a lost race, a busy file, a
+    server that is down): what failed on one may succeed when tried again."""
+    return (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
 def safe_url(url: str) -> str:
     """The URL with its password and credential-like parameters masked, for messages."""
     return mask_url(url)

@@ -125,6 +125,7 @@ class ListenerRecord:
     quiet_backoff: int
     hold_reason: Optional[str]
     hold_since: Optional[dt.datetime]
+    followup_of: int = 0  # the cut-off wake a follow-up is owed for
 
 
 def listener(s: Session, agent_id: int, mood_id: int) -> Optional[ListenerRecord]:
@@ -133,7 +134,7 @@ def listener(s: Session, agent_id: int, mood_id: int) -> Optional[ListenerRecord
         return None
     return ListenerRecord(l.due_at, l.consider_due_at if l.consider_from_id else None,
                           l.quiet_due_at, l.cooldown_until, l.quiet_backoff or 0,
-                          l.hold_reason, l.hold_since)
+                          l.hold_reason, l.hold_since, l.followup_of or 0)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class Overview:
     due: list[Due]
     agents: dict[int, str]
     owed: dict[int, int]  # mentions owed an answer, by agent
+    unanswered: dict[int, int]  # posts cut-off turns left unanswered, by agent
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,26 @@ def overview(s: Session, due_limit: int = 10) -> Overview:
     agents = {a.id: a.handle for a in cycle.agents(s).values()}
     owed = {r.agent_id: r.n for r in s.execute(
         sa.select(Owed.agent_id, sa.func.count().label("n")).group_by(Owed.agent_id))}
-    return Overview(flight, holds, due, agents, owed)
+    return Overview(flight, holds, due, agents, owed, left_unanswered(s))
+
+
+def left_unanswered(s: Session) -> dict[int, int]:
+    """How many posts cut-off turns left unanswered, by agent: those a follow-up is owed
+    for and those held for an operator (:func:`poller.store.cycle.left_unanswered`)."""
+    out: dict[int, int] = {}
+    for l in s.execute(sa.select(Listener.agent_id, Listener.mood_id, Listener.followup_of)
+                       .where(Listener.followup_of != 0)):
+        left = cycle.left_unanswered(s, l.agent_id, l.mood_id, l.followup_of)
+        out[l.agent_id] = out.get(l.agent_id, 0) + sum(map(len, left.values()))
+    from poller.models import Quarantine
+
+    for q in s.execute(sa.select(Quarantine.agent_id, Quarantine.mood_id, Quarantine.ref)
+                       .where(Quarantine.kind == cycle.CUT_OFF_HELD)):
+        if q.agent_id is None or not q.ref.isdigit():
+            continue
+        left = cycle.left_unanswered(s, q.agent_id, q.mood_id, 0)
+        out[q.agent_id] = out.get(q.agent_id, 0) + len(left.get(int(q.ref), []))
+    return {a: n for a, n in out.items() if n}
 
 
 def in_flight(s: Session) -> list[Wake]:

@@ -129,7 +129,7 @@ def follow_up(s: Session, counter, w: Wake, now: dt.datetime) -> None:
     body = (f"@{handle}'s follow-up to a turn that was cut off was cut off too; it is held for "
             f"an operator (`mood-poller wakes show {w.id}`).")
     cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
-    cycle.quarantine(s, "cut-off", str(w.id), f"wake {w.id}, a follow-up, was cut off too: "
+    cycle.quarantine(s, cycle.CUT_OFF_HELD, str(w.id), f"wake {w.id}, a follow-up, was cut off too: "
                      f"{w.error}", now, agent_id=w.agent_id, mood_id=w.mood_id)
 
 

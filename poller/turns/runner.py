@@ -28,7 +28,7 @@ from typing import Callable, Optional
 from poller import errors, logs, procs, secure, settings, tokens
 
 from poller.config import Config, PollerConfig, load
-from poller.turns import registry, settling, wakers
+from poller.turns import kept, registry, settling, wakers
 from poller.store import db
 from poller.clock import Clock
 from poller.kinds import ANSWERED, WakeKind
@@ -37,7 +37,9 @@ from poller.store import Store, turns
 log = logging.getLogger("poller.runner")
 
 HEARTBEAT_S = 10.0
-SETTLE_ATTEMPTS = 5
+SETTLE_ATTEMPTS = 5  # claiming a wake
+SETTLE_PATIENCE_S = 600.0  # how long a finished turn waits here for its store
+SETTLE_BACKOFF_MAX_S = 5.0
 
 
 def heartbeat(store: Store, wake_id: int, clock, done: threading.Event, every: float,
@@ -103,28 +105,45 @@ def timeout_for(agent, tools: str, cfg: PollerConfig):
 
 
 def settle_with_retries(store: Store, wake_id: int, outcome: wakers.TurnResult, clock,
-                        prices: Optional[settling.Prices] = None) -> str:
-    """Settle, retrying lost races (a deadlock with another poller, a busy file).
+                        prices: Optional[settling.Prices] = None,
+                        patience: float = SETTLE_PATIENCE_S) -> str:
+    """Settle, waiting out a store that cannot take it now (a lost race, a busy file, a
+    database that is down).
 
-    A reply that still cannot be recorded closes the turn as failed, so it is
-    never left "running" for a restart to call cut off.
+    From the first failed try the outcome is kept on disk (:mod:`poller.turns.kept`),
+    so a reply the agent finished is never thrown away: this process goes on trying
+    for *patience* seconds, and should it stop or die first, recovery settles the
+    kept outcome when the store is back.  Returns the final status, or ``""`` when
+    the turn is left to recovery.  A reply that cannot be recorded for what it is
+    (not for want of a store) closes the turn as failed.
     """
-    import sqlalchemy.exc
-
-    for attempt in range(SETTLE_ATTEMPTS):
+    transient = db.transient_errors()
+    url = store.engine.url
+    deadline, attempt, kept_it = time.monotonic() + patience, 0, False
+    while True:
         try:
-            return settling.settle_outcome(store, wake_id, outcome, clock(), prices)
-        except sqlalchemy.exc.OperationalError as exc:
-            log.warning("settling turn %s failed (attempt %d): %s", wake_id, attempt + 1,
+            status = settling.settle_outcome(store, wake_id, outcome, clock(), prices)
+        except transient as exc:
+            attempt += 1
+            log.warning("settling turn %s failed (attempt %d): %s", wake_id, attempt,
                         str(exc).splitlines()[0], extra={"action": "settle_retry"})
-            time.sleep(0.2 * 2 ** attempt)
+            if not kept_it:
+                kept_it = kept.keep(url, wake_id, outcome)
+            if time.monotonic() >= deadline:
+                log.error("turn %s: the store is still unreachable; its outcome is kept for "
+                          "recovery to settle", wake_id, extra={"action": "settle_deferred",
+                                                                "wake_id": wake_id})
+                return ""
+            time.sleep(min(SETTLE_BACKOFF_MAX_S, 0.2 * 2 ** min(attempt, 10)))
+            continue
         except Exception as exc:
             log.exception("settling turn %s failed", wake_id)
             failed = wakers.TurnResult("failed", error=f"the reply could not be recorded: "
-                                    f"{type(exc).__name__}")
-            return settling.settle_outcome(store, wake_id, failed, clock())
-    failed = wakers.TurnResult("failed", error="the reply could not be recorded: database busy")
-    return settling.settle_outcome(store, wake_id, failed, clock())
+                                       f"{type(exc).__name__}")
+            status = settle_with_retries(store, wake_id, failed, clock, patience=patience)
+        if kept_it:
+            kept.drop(url, wake_id)
+        return status
 
 
 def claim_with_retries(store: Store, wake_id: int, clock):
@@ -175,10 +194,12 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
     threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every, cancel),
                      daemon=True).start()
     outcome = run_waker(store, agent, turn, cancel)
-    done.set()
     if progress is not None:
         progress.stop()  # before settling, which clears it: no report lands after the end
-    status = settle_with_retries(store, wake_id, outcome, clock, prices_for(agent, cfg.poller))
+    try:  # the heartbeat goes on while settling waits for its store: the turn is alive
+        status = settle_with_retries(store, wake_id, outcome, clock, prices_for(agent, cfg.poller))
+    finally:
+        done.set()
     log_end(claimed, status, outcome, time.monotonic() - started)
     return status
 

@@ -86,19 +86,19 @@ def test_a_crashed_turn_gets_one_look_only_follow_up_with_what_was_left(cli, tmp
     c("tick", "--now", at(64), "--wait")
     first, follow = wakes(c)
     assert (follow["kind"], follow["tools"], follow["status"]) == ("cut-off", "look", "replied")
-    assert follow["answers"] == []  # the mention stays answered by the first wake only
+    assert (first["answers"], follow["answers"]) == ([], [p])  # answered in the first's place
     text = wakes_seen(tmp_path)[-1]["text"]
     assert 'reason="cut-off"' in text and "rebuild the index" in text and "cut off" in text
     for s in (200, 400, 4000):
         c("tick", "--now", at(s), "--wait")
     assert len(wakes(c)) == 2  # one follow-up per cut-off turn; the mention never again
-    assert [w["answers"] for w in wakes(c) if w["kind"] == "mention"] == [[p]]
+    assert [w["answers"] for w in wakes(c)] == [[], [p]]
 
 
 def test_a_follow_up_cut_off_too_is_held_for_an_operator(cli, tmp_path):
     gate = tmp_path / "gate"
     c = lobby(cli, tmp_path, gate)
-    c("post", "lobby", "--as", "ada", "--at", at(1), "@bot rebuild the index")
+    p = int(c("post", "lobby", "--as", "ada", "--at", at(1), "@bot rebuild the index").out)
     c("tick", "--now", at(2))
     crash_the_turn(c, tmp_path, wakes(c)[0]["id"], 0)
     c("tick", "--now", at(3), "--wait")
@@ -111,10 +111,56 @@ def test_a_follow_up_cut_off_too_is_held_for_an_operator(cli, tmp_path):
     assert any("held for an operator" in x["text"] for x in posts(c) if x["kind"] == "system")
     st = json.loads(c("status", "--json", "--now", at(66)).out)
     assert [(q["kind"], q["ref"]) for q in st["quarantined"]] == [("cut-off", str(follow["id"]))]
+    # Still owed, and said so: status counts it, why names it.
+    assert [a["left_unanswered"] for a in st["agents"]] == [1]
+    why = json.loads(c("why", "--mood", "lobby", "--agent", "bot", "--json").out)
+    assert why["left_unanswered"] == [p]
+    assert f"#p-{p}" in c("why", "--mood", "lobby", "--agent", "bot").out
     open_gate(gate)
     for s in (200, 400, 4000):
         c("tick", "--now", at(s), "--wait")
     assert len(wakes(c)) == 2
+    # The question is not forgotten: the next mention here shows it and answers it too.
+    later = int(c("post", "lobby", "--as", "ada", "--at", at(4001), "@bot and the logs?").out)
+    c("tick", "--now", at(4002), "--wait")
+    third = wakes(c)[2]
+    assert third["status"] == "replied" and third["answers"] == [p, later]
+    text = wakes_seen(tmp_path)[-1]["text"]
+    assert "rebuild the index" in text and "and the logs?" in text
+    st = json.loads(c("status", "--json", "--now", at(4003)).out)
+    assert st["quarantined"] == []  # nothing held any more: the question has its wake
+
+
+def test_a_mention_after_a_cut_off_turn_carries_what_it_left_unanswered(cli, tmp_path):
+    """Question A is answered while B waits; B's turn is cut off; C comes before B's
+    follow-up: C's wake shows B and answers it, and no follow-up comes after."""
+    gate = tmp_path / "gate"
+    c = lobby(cli, tmp_path, gate)
+    a = int(c("post", "lobby", "--as", "ada", "--at", at(1), "@bot question A").out)
+    c("tick", "--now", at(2))
+    wait_for(lambda: wakes_seen(tmp_path), what="the agent to start on A")
+    b = int(c("post", "lobby", "--as", "ada", "--at", at(5), "@bot question B").out)
+    open_gate(gate)  # A's turn replies, after B was posted
+    wait_for(lambda: wakes(c)[0]["status"] == "replied", what="A's reply")
+    gate.unlink()
+    c("tick", "--now", at(30))  # B's wake; its turn starts and is killed
+    second = wakes(c)[1]
+    assert second["answers"] == [b]
+    crash_the_turn(c, tmp_path, second["id"], 1)
+    c("tick", "--now", at(31), "--wait")
+    assert wakes(c)[1]["status"] == "cut_off"
+    open_gate(gate)
+    q = int(c("post", "lobby", "--as", "ada", "--at", at(40), "@bot question C").out)
+    c("tick", "--now", at(41), "--wait")
+    third = wakes(c)[2]
+    assert (third["kind"], third["answers"], third["status"]) == ("mention", [b, q], "replied")
+    text = wakes_seen(tmp_path)[-1]["text"]
+    assert "question B" in text and "question C" in text
+    assert wakes(c)[1]["answers"] == []  # B is answered by C's wake now, once
+    for s in (100, 200, 4000):
+        c("tick", "--now", at(s), "--wait")
+    assert len(wakes(c)) == 3  # no follow-up: nothing is left unanswered
+    assert a not in third["answers"]
 
 
 def test_an_emergency_stop_owes_no_follow_up(cli, tmp_path):

@@ -36,6 +36,7 @@ class PgServer:
     port: int
     root: str
     as_user: list[str]
+    opts: str = ""
     _counter: int = 0
 
     def url(self, dbname: str) -> str:
@@ -53,13 +54,26 @@ class PgServer:
             conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)
 
+    def pause(self) -> None:
+        """Stop the server as a crash would (``-m immediate``), keeping its data."""
+        subprocess.run(self.as_user + [f"{self.bindir}/pg_ctl", "-D", self.datadir, "-m",
+                                       "immediate", "-w", "stop"], check=True,
+                       capture_output=True, timeout=HANG_GUARD_S)
+
+    def resume(self) -> None:
+        """Start it again after :meth:`pause`, and wait until it takes connections."""
+        _pg_start(self.as_user, self.bindir, self.datadir, self.opts, self.root)
+        wait_for(lambda: _accepting(self.port), what=f"PostgreSQL back on port {self.port}")
+
     def stop(self) -> None:
         subprocess.run(self.as_user + [f"{self.bindir}/pg_ctl", "-D", self.datadir, "-m",
                                        "immediate", "stop"], capture_output=True, timeout=HANG_GUARD_S)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start() -> PgServer:
+def start(durable: bool = False) -> PgServer:
+    """*durable*: every commit reaches the disk before it is acknowledged, so a crash
+    (:meth:`PgServer.pause`) loses nothing committed."""
     bindir = find_bindir()
     if bindir is None:
         raise FileNotFoundError("no PostgreSQL binaries under /usr/lib/postgresql/*/bin")
@@ -74,23 +88,27 @@ def start() -> PgServer:
                               "--no-sync", "-E", "UTF8"],
                    check=True, capture_output=True, timeout=HANG_GUARD_S)
     port = free_port()
-    opts = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100")
-    subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", datadir, "-o", opts, "-l",
-                              os.path.join(root, "log"), "-w", "-t", f"{HANG_GUARD_S:.0f}", "start"],
-                   check=True, capture_output=True, timeout=HANG_GUARD_S + 30)
-    server = PgServer(bindir, datadir, port, root, as_user)
-
-    def accepting() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            return False
-
+    opts = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=100 "
+            + ("" if durable else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"))
+    _pg_start(as_user, bindir, datadir, opts, root)
+    server = PgServer(bindir, datadir, port, root, as_user, opts)
     try:
-        wait_for(accepting, what=f"PostgreSQL to accept connections on port {port}")
+        wait_for(lambda: _accepting(port), what=f"PostgreSQL to accept connections on port {port}")
     except AssertionError:
         server.stop()
         raise
     return server
+
+
+def _pg_start(as_user: list[str], bindir: str, datadir: str, opts: str, root: str) -> None:
+    subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", datadir, "-o", opts, "-l",
+                              os.path.join(root, "log"), "-w", "-t", f"{HANG_GUARD_S:.0f}", "start"],
+                   check=True, capture_output=True, timeout=HANG_GUARD_S + 30)
+
+
+def _accepting(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
