@@ -7,6 +7,7 @@ subprocess (``serve_process``), and hands out an httpx client per person.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
@@ -91,6 +92,18 @@ def start(db_url: str, clock=None, **options) -> Served:
     wait_for(lambda: server.started, what="uvicorn to start")
     port = sock.getsockname()[1]
     return Served(f"http://127.0.0.1:{port}", store, app, server, thread)
+
+
+@contextlib.contextmanager
+def lobby(cli, **options):
+    """The app over *cli*'s database with the Mood ``lobby``, served while in the block."""
+    s = start(cli.db_url, **options)
+    s.cli = cli
+    try:
+        cli("mood", "add", "lobby", "--title", "The lobby")
+        yield s
+    finally:
+        s.stop()
 
 
 @dataclass
