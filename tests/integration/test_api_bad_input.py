@@ -6,8 +6,6 @@ The generated inputs over every route are in ``test_api_fuzz.py``.
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from support import webserver
@@ -16,28 +14,11 @@ from support.webserver import T0
 BIG = "9" * 23  # far past the store's 63-bit ids
 
 
-class Caught(logging.Handler):
-    """Every record the server logs with an exception attached."""
-
-    def __init__(self):
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record):
-        if record.exc_info:
-            self.records.append(record)
-
-
 @pytest.fixture
 def caught():
-    handler = Caught()
-    names = ("uvicorn.error", "uvicorn", "starlette", "")
-    for name in names:
-        logging.getLogger(name).addHandler(handler)
-    yield handler
-    for name in names:
-        logging.getLogger(name).removeHandler(handler)
-    assert not handler.records, [r.getMessage() for r in handler.records]
+    with webserver.caught_errors() as handler:
+        yield handler
+    assert not handler.records, handler.lines()
 
 
 @pytest.fixture
