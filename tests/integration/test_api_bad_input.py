@@ -153,6 +153,9 @@ def test_nul_in_titles_labels_and_notes_is_refused_on_every_database(served, cau
     ]:
         body = refused(c.request(method, path, json=body), 400)
         assert "NUL" in body["detail"], body
+    for path in ("/api/v1/moods/lob%00by", "/api/v1/settings?mood=lob%00by",
+                 "/api/v1/moods/lobby/posts?limit=1%00"):  # looked up, not written
+        assert "NUL" in refused(c.get(path), 400)["detail"]
     assert [m.slug for m in s.store.moods()] == ["lobby"]
 
 
