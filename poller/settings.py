@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
-from poller import errors
+from poller import errors, text
 
 
 @dataclass(frozen=True)
@@ -208,6 +208,10 @@ def validate(key: str, value: str, until: Optional[dt.datetime] = None) -> Any:
         raise errors.InvalidSetting(f"unknown setting {key!r} (known: {', '.join(KEYS)})")
     if until is not None and key != "listening":
         raise errors.InvalidSetting("--until applies only to listening")
+    try:
+        text.check_text(str(value), key)
+    except errors.UserError as exc:
+        raise errors.InvalidSetting(str(exc)) from None
     return spec.parse(value)
 
 

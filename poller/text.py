@@ -1,13 +1,18 @@
-"""Pure parsing of what people type: handles, slugs, mentions, timestamps."""
+"""Pure parsing of what people type: handles, slugs, mentions, timestamps, whole
+numbers, JSON, and the one check every text passes before the store keeps it."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+from typing import Any, Optional
 
 from poller import errors
 
 MAX_POST_CHARS = 65_536  # a post longer than this is refused at ingest
+MAX_ID = 2**63 - 1  # the largest id (and count) a database column holds
+MAX_JSON_DEPTH = 64  # arrays and objects nested deeper than this are refused
 HANDLE_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,30}[A-Za-z0-9])?")
 SLUG_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 # '@' not preceded by a word character or another '@' (so e-mail addresses
@@ -49,10 +54,73 @@ def check_post_text(text: str) -> str:
         raise errors.PostTooLong(
             f"post too long: {len(text):,} characters (the limit is {MAX_POST_CHARS:,})"
         )
-    if "\x00" in text:
-        raise errors.UserError("post contains a NUL character")
-    check_utf8(text, "the post text")
-    return text
+    return check_text(text, "the post text")
+
+
+def check_text(value: str, what: str, limit: Optional[int] = None) -> str:
+    """*value* unchanged if the store may keep it, else UserError naming *what*: no NUL
+    (PostgreSQL cannot hold one), no surrogate (not UTF-8), at most *limit* characters.
+    Every text from outside passes here before it is written or looked up."""
+    if not isinstance(value, str):
+        raise errors.UserError(f"{what} must be a text")
+    if "\x00" in value:
+        raise errors.UserError(f"{what} contains a NUL character")
+    check_utf8(value, what)
+    if limit is not None and len(value) > limit:
+        raise errors.UserError(f"{what} too long: {len(value):,} characters (the limit is "
+                               f"{limit:,})")
+    return value
+
+
+_WHOLE = re.compile(r"[+-]?[0-9]{1,30}")  # ASCII digits only: int() takes far more
+
+
+def parse_whole(raw: str, what: str, lowest: int = 0, highest: int = MAX_ID) -> int:
+    """A whole number written in ASCII digits, from *lowest* to *highest* (at most what a
+    database column holds), else UserError naming *what*.  The one parser for ids, limits
+    and counts from outside: ``str.isdigit`` says yes to "²" and "١", ``int`` to "1_000"."""
+    text = raw.strip() if isinstance(raw, str) else ""
+    if not _WHOLE.fullmatch(text):
+        raise errors.UserError(f"{what} {raw!r:.40} is not a whole number")
+    number = int(text)
+    if not lowest <= number <= highest:
+        raise errors.UserError(f"{what} {raw!r:.40} is out of range: give a whole number from "
+                               f"{lowest} to {highest}")
+    return number
+
+
+def parse_json(raw: bytes | str, what: str = "the body") -> Any:
+    """JSON text to a value, else UserError: not JSON, not UTF-8, or arrays and objects
+    nested deeper than :data:`MAX_JSON_DEPTH` (looked at before parsing, so no depth
+    reaches the parser's recursion)."""
+    try:
+        source = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError as exc:
+        raise errors.UserError(f"{what}: not UTF-8 (byte {exc.start})") from None
+    if json_depth(source) > MAX_JSON_DEPTH:
+        raise errors.UserError(f"{what}: nests arrays or objects deeper than {MAX_JSON_DEPTH}")
+    try:
+        return json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise errors.UserError(f"{what}: not JSON ({exc.msg}, character {exc.pos})") from None
+    except (ValueError, RecursionError) as exc:  # a number too long; depth is checked above
+        raise errors.UserError(f"{what}: not JSON ({exc})") from None
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_depth(source: str) -> int:
+    """How deep the arrays and objects of JSON *source* nest (brackets in strings aside)."""
+    depth = deepest = 0
+    for m in _BRACKET.finditer(_JSON_STRING.sub("", source)):
+        if m.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
 
 
 # Every time the product accepts lies in this fixed window, so arithmetic the

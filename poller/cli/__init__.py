@@ -419,9 +419,10 @@ def _main(argv: list[str] | None) -> None:
 
 
 def _fail(message: str, code: int) -> None:
+    """The one line a failed command prints (a newline in what was given shown as ``\x0a``)."""
     from poller.cli.common import for_terminal
 
-    click.echo(f"mood-poller: {for_terminal(message)}", err=True)
+    click.echo(f"mood-poller: {for_terminal(message, cell=True)}", err=True)
     sys.exit(code)
 
 

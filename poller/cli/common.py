@@ -8,9 +8,9 @@ import re
 
 import click
 
-from poller import text
+from poller import errors, text
 
-MAX_ID = 2**63 - 1  # the largest id (and count) a database column holds
+MAX_ID = text.MAX_ID
 MAX_SECONDS = 1e9  # about 31 years: more than any wait the product makes
 
 
@@ -20,17 +20,11 @@ class Whole(click.ParamType):
     name = "integer"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        else:
-            raw = str(value).strip()
-            if not re.fullmatch(r"[+-]?[0-9]{1,30}", raw):
-                self.fail(f"{value!r} is not a whole number", param, ctx)
-            number = int(raw)
-        if not 1 <= number <= MAX_ID:
-            self.fail(f"{value!r} is out of range: give a whole number from 1 to {MAX_ID}",
-                      param, ctx)
-        return number
+        raw = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        try:
+            return text.parse_whole(raw, "", lowest=1)
+        except errors.UserError as exc:
+            self.fail(str(exc).strip(), param, ctx)
 
 
 class Seconds(click.ParamType):

@@ -134,6 +134,9 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool, only: s
     interval = app.config.poller.interval if interval is None else interval
     if interval <= 0:
         raise errors.UserError("--interval must be positive")
+    from poller.clock import Clock
+
+    clock = Clock.starting_at(app.now()) if app.clock.fixed else app.clock  # --now checked
     poller = _poller(app, detach=False, only=only, without=without)
     from poller.store import bell
 
@@ -145,9 +148,6 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool, only: s
     logging.getLogger("poller").info("poller %s running every %gs, serving %s Moods",
                                      poller.holder, interval, poller.scope.describe(),
                                      extra={"action": "run_started"})
-    from poller.clock import Clock
-
-    clock = Clock.starting_at(app.now()) if app.clock.fixed else app.clock
     poller.run(interval, stop, clock)
     logging.getLogger("poller").info("poller stopped", extra={"action": "run_stopped"})
 

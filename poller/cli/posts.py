@@ -52,8 +52,6 @@ def post(app: App, slug: str | None, text: str | None, sender: str | None, at: s
 def _import(app: App, slug: str | None, sender: str | None, as_json: bool) -> None:
     """Read JSON lines from stdin, let each in (its text judged by the store's door), then
     write them all in one transaction."""
-    import json
-
     import poller.text
     from poller.store import core
 
@@ -65,10 +63,7 @@ def _import(app: App, slug: str | None, sender: str | None, as_json: bool) -> No
     for n, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise errors.UserError(f"line {n}: not JSON ({exc.msg})") from None
+        item = poller.text.parse_json(line, f"line {n}")
         if not isinstance(item, dict) or set(item) - {"text", "mood", "as", "at"}:
             raise errors.UserError(f'line {n}: give an object with "text" and, if no default, '
                                    f'"mood" and "as" (and "at"), nothing else')

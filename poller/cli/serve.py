@@ -21,7 +21,8 @@ from poller.cli import App, common, pass_app
 @click.option("--interval", type=common.SECONDS, default=None, metavar="SECONDS",
               help="--with-poller: seconds between cycles (default: poller.interval, 1 s).")
 @click.option("--posts-per-minute", type=click.IntRange(0), default=30, show_default=True,
-              help="How many posts one token may make a minute (429 past it; 0: no limit).")
+              help="How many posts one token may make a minute (429 past it; 0: no limit); "
+                   "as many sign-ins and typing signals.")
 @click.option("--secure-cookie", is_flag=True,
               help="Mark the session cookie Secure (serving behind TLS: browsers then send it "
                    "over HTTPS only).")

@@ -114,6 +114,7 @@ def invite(s, g, person: str, now: dt.datetime) -> None:
 
 def accept(store, code: str, now: dt.datetime) -> dict:
     """The contact's consent, by the invitation's code (once)."""
+    text.check_text(code, "the code", 200)
     with store.writing() as s:
         g = schedules.by_consent(s, digest(code)) if code.strip() else None
         if g is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from poller.schedules import agreements, alarms
 from poller.web.auth import Refused
 from poller.web.routes import (AGENT, BOOL, INT, MAYBE_TIME, S, SLUG, Call, Route, body_text,
-                               schema_many, schema_obj, schema_out)
+                               path_id, schema_many, schema_obj, schema_out)
 
 
 def list_alarms(c: Call):
@@ -27,10 +27,7 @@ def add_alarm(c: Call):
 
 
 def remove_alarm(c: Call):
-    alarm_id = c.path["alarm_id"]
-    if not alarm_id.isdigit():
-        raise Refused(404, "not_found", f"no alarm {alarm_id!r}")
-    return alarms.remove(c.store, int(alarm_id), c.now)
+    return alarms.remove(c.store, path_id(c, "alarm_id", "alarm"), c.now)
 
 
 def my_checkin(c: Call):

@@ -81,7 +81,7 @@ def alarm_list(app: App, agent: str | None, mood: str | None, include_removed: b
 
 
 @alarm.command("remove")
-@click.argument("alarm_id", type=int)
+@click.argument("alarm_id", type=common.WHOLE)
 @common.json_option
 @common.now_option
 @pass_app

@@ -38,6 +38,9 @@ from poller.store import outbox
 
 TRUST_LEVELS = names(Trust)
 
+MAX_TITLE_CHARS = 200  # a Mood's title
+MAX_LABEL_CHARS = 200  # a sign-in's label (the device, say)
+MAX_NOTE_CHARS = 500  # why a setting was changed
 AGENT_OPTIONS = ("activities",)  # options of the agent itself, kept whatever its waker
 # What an agent aimed by one of its fields lacks without it (WakerShape.target).
 NEEDS = {"command": "an agent needs a command (--command CMD)",
@@ -373,8 +376,7 @@ class Store:
                    label: str = "") -> values.SignInInfo:
         if tier not in ("key", "wiki"):
             raise errors.UserError(f"tier must be key or wiki, got {tier!r}")
-        if len(label) > 200:
-            raise errors.UserError("label too long (the limit is 200 characters)")
+        text.check_text(label, "the label", MAX_LABEL_CHARS)
         with self.writing() as s:
             mood = self._mood(s, slug)
             who = self._participant(s, handle)
@@ -414,8 +416,7 @@ class Store:
             raise errors.InvalidSetting("--until applies only to listening")
         if until is not None and until <= now:
             raise errors.InvalidSetting("--until must be in the future")
-        if len(note) > 500:
-            raise errors.UserError("note too long (the limit is 500 characters)")
+        text.check_text(note, "the note", MAX_NOTE_CHARS)
         with self.writing() as s:
             mood_id, agent_id = self._slot(s, mood, agent)
             by_id = self._participant(s, by).id if by else None
@@ -456,8 +457,7 @@ class Store:
 def check_new_mood(slug: str, title: str) -> None:
     """A new Mood's slug and title, checked before any transaction."""
     text.check_slug(slug)
-    if len(title) > 200:
-        raise errors.UserError("Mood title too long (the limit is 200 characters)")
+    text.check_text(title, "the Mood title", MAX_TITLE_CHARS)
 
 
 def new_mood(s: Session, slug: str, title: str, now: dt.datetime) -> Mood:
@@ -564,6 +564,9 @@ def _counted(counter: tokens.Counter, texts: list[str]) -> list[int]:
 
 
 def _judged(post: NewPost) -> str:
+    for what, name in (("Mood", post.mood), ("sender", post.sender)):
+        if isinstance(name, str):
+            text.check_text(name, f"the {what} {name!r:.40}")
     if post.kind == PostKind.POST:
         return text.check_post_text(post.text)
     return post.text.replace("\x00", "")

@@ -22,7 +22,7 @@ from poller.kinds import PostKind, WakeKind, WakeStatus, names
 from poller.store import access, core
 from poller.web.auth import Refused
 from poller.web.routes import (AGENT, BOOL, INT, MAYBE_INT, MAYBE_TIME, S, SLUG, TIME, Call,
-                               Param, Route, body_text, schema_many, schema_obj, schema_out)
+                               Param, Route, body_text, path_id, schema_many, schema_obj, schema_out)
 
 PREFIX = "/api/v1"
 MAX_LIMIT = 500
@@ -54,9 +54,7 @@ def list_posts(c: Call):
 
 def add_post(c: Call):
     body = body_text(c.body, "text")
-    reply_to = c.body.get("reply_to")
-    if reply_to is not None and (not isinstance(reply_to, int) or isinstance(reply_to, bool)):
-        raise Refused(400, "bad_request", "reply_to must be a post id (an integer)")
+    reply_to = c.body.get("reply_to")  # an integer in range or null (handling.check_body)
     # Judged before the rate limit counts it and before it joins a batch.
     [ready] = c.store.admit([core.NewPost(c.path["slug"], c.who.handle, body, c.now,
                                           reply_to=reply_to)])
@@ -67,6 +65,7 @@ def add_post(c: Call):
 
 
 def add_signin(c: Call):
+    c.door.signin_limit.take(c.who.token_id)
     row = c.store.add_signin(c.who.handle, c.path["slug"], c.now, label=body_text(c.body, "label", ""))
     c.door.posted()
     return {"id": row.id, "handle": row.who, "mood": row.mood, "label": row.label,
@@ -74,6 +73,7 @@ def add_signin(c: Call):
 
 
 def add_typing(c: Call):
+    c.door.typing_limit.take(c.who.token_id)
     mood = c.store.signal_typing(c.who.handle, c.path["slug"], c.now)
     return {"mood": mood.slug, "handle": c.who.handle, "at": text.iso(c.now)}
 
@@ -88,10 +88,7 @@ def get_settings(c: Call):
 
 
 def set_settings(c: Call):
-    mood, agent = c.body.get("mood"), c.body.get("agent")
-    for name, value in (("mood", mood), ("agent", agent)):
-        if value is not None and not isinstance(value, str):
-            raise Refused(400, "bad_request", f"{name} must be a string")
+    mood, agent = c.body.get("mood"), c.body.get("agent")  # texts or null (check_body)
     # A person with full trust turns a Mood's dials; everywhere-at-once is an operator's.
     if mood is None and not c.who.operator:
         raise Refused(403, "forbidden", "only operators change settings for every Mood: "
@@ -157,10 +154,7 @@ def list_wakes(c: Call):
 
 
 def show_wake(c: Call):
-    wake_id = c.path["wake_id"]
-    if not wake_id.isdigit():
-        raise Refused(404, "not_found", f"no wake {wake_id!r}")
-    return observe.wake(c.store, int(wake_id))
+    return observe.wake(c.store, path_id(c, "wake_id", "wake"))
 
 
 def why(c: Call):
@@ -238,11 +232,11 @@ ROUTES: tuple[Route, ...] = (
           body=schema_obj({"text": S, "reply_to": {"type": "integer"}}, ("text",)), returns=POST),
     Route("POST", "/moods/{slug}/signins", add_signin,
           "Record that the token's person signed in to the Mood (an arrival).", status=201,
-          body=schema_obj({"label": S}, ()), errors=(400, 404),
+          body=schema_obj({"label": S}, ()), errors=(400, 404, 429),
           returns=schema_out(id=INT, handle=S, mood=S, label=S, at=TIME)),
     Route("POST", "/moods/{slug}/typing", add_typing,
           "Signal that the token's person is typing: considers in the Mood wait 15 s after the "
-          "newest signal.", errors=(404,), returns=schema_out(mood=S, handle=S, at=TIME)),
+          "newest signal.", errors=(404, 429), returns=schema_out(mood=S, handle=S, at=TIME)),
     Route("GET", "/moods/{slug}/events", None,
           "Server-Sent Events: post, turn_started, turn_ended, working, holds. Resume with "
           "Last-Event-ID (or ?after=) as sent in each event's id.",

@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 
 from poller.store import access
 from poller.web import api, auth, batch, events, health, openapi
-from poller.web.handling import check_body, guarded, parse_query, read_json
+from poller.web.handling import check_body, check_texts, guarded, parse_query, read_json
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -47,7 +47,10 @@ class Door:
                  dials=None):
         self.store, self.config, self.clock, self.options = store, config, clock, options
         self.keys = auth.Keys()
+        # Per token: posts, and sign-ins and typing signals (each sign-in can wake an agent).
         self.post_limit = auth.RateLimit(options.posts_per_minute)
+        self.signin_limit = auth.RateLimit(options.posts_per_minute, what="sign-ins")
+        self.typing_limit = auth.RateLimit(options.posts_per_minute, what="typing signals")
         self.posts = batch.GroupCommit(store)  # posts of concurrent requests share a commit
         self.feed = events.Feed(store, options.watch_every)
         if dials is None:
@@ -124,6 +127,7 @@ def _fit_threads_to_pool(store) -> None:
 
 def _api_endpoint(door: Door, route: api.Route):
     async def endpoint(request: Request) -> Response:
+        check_texts(request)
         body = {}
         if route.body is not None:
             body = await read_json(request)
@@ -145,6 +149,7 @@ def _api_endpoint(door: Door, route: api.Route):
 
 def _events_endpoint(door: Door):
     async def endpoint(request: Request) -> Response:
+        check_texts(request)
         cursor = events.parse_cursor(request.headers.get("last-event-id")
                                      or request.query_params.get("after"))
         slug = request.path_params["slug"]

@@ -87,23 +87,33 @@ class RateLimit:
     """At most *limit* events per *window* seconds per key (a sliding window)."""
 
     def __init__(self, limit: int, window: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic):
-        self.limit, self.window, self.clock = limit, window, clock
+                 clock: Callable[[], float] = time.monotonic, what: str = "posts"):
+        self.limit, self.window, self.clock, self.what = limit, window, clock, what
         self._seen: dict[object, collections.deque] = {}
         self._lock = threading.Lock()
 
     def take(self, key: object) -> None:
         """Count one event for *key*, or refuse it (429) if the window is full."""
+        retry = self._count(key)
+        if retry:
+            raise Refused(429, "rate_limited",
+                          f"at most {self.limit} {self.what} per {self.window:g} s; try again "
+                          f"in {retry} s", {"Retry-After": str(retry)})
+
+    def allow(self, key: object) -> bool:
+        """Count one event for *key* if the window has room: whether it had."""
+        return not self._count(key)
+
+    def _count(self, key: object) -> int:
+        """0 if the event was counted, else the seconds until the window has room."""
         if self.limit <= 0:
-            return
+            return 0
         now = self.clock()
         with self._lock:
             seen = self._seen.setdefault(key, collections.deque())
             while seen and seen[0] <= now - self.window:
                 seen.popleft()
             if len(seen) >= self.limit:
-                retry = max(1, int(seen[0] + self.window - now) + 1)
-                raise Refused(429, "rate_limited",
-                              f"at most {self.limit} posts per {self.window:g} s; try again "
-                              f"in {retry} s", {"Retry-After": str(retry)})
+                return max(1, int(seen[0] + self.window - now) + 1)
             seen.append(now)
+            return 0

@@ -27,6 +27,7 @@ from typing import AsyncIterator, Callable, Optional
 
 from starlette.concurrency import run_in_threadpool
 
+from poller import errors, text
 from poller.kinds import IN_FLIGHT
 from poller.store import access
 from poller.text import iso
@@ -134,10 +135,13 @@ def parse_cursor(raw: Optional[str]) -> Optional[tuple[int, int]]:
     """``"POST_ID.WAKE_ID"`` (or a bare post id) to a pair; None if absent, 400 if bad."""
     if not raw:
         return None
-    post, _, wake = raw.strip().partition(".")
-    if not post.isdigit() or (wake and not wake.isdigit()):
-        raise Refused(400, "bad_request", f"bad event id {raw[:40]!r}: expected POST_ID.WAKE_ID")
-    return int(post), int(wake or 0)
+    post, dot, wake = raw.strip().partition(".")
+    try:
+        return (text.parse_whole(post, "post id"),
+                text.parse_whole(wake, "wake id") if dot or wake else 0)
+    except errors.UserError:
+        raise Refused(400, "bad_request", f"bad event id {raw[:40]!r}: expected POST_ID.WAKE_ID "
+                                          "(two whole numbers)") from None
 
 
 def frame(event: str, data, cursor: Optional[tuple[int, int]] = None) -> str:

@@ -4,14 +4,12 @@ turned into refusals (``{"error": code, "detail": sentence}``)."""
 
 from __future__ import annotations
 
-import json
-
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from poller import errors
-from poller.text import parse_time
+from poller import errors, text
 from poller.web import api, auth
+from poller.web.routes import checked_text, checked_value
 
 
 async def guarded(work):
@@ -35,12 +33,21 @@ async def read_json(request: Request) -> dict:
         raise auth.Refused(415, "unsupported_media_type", "send the body as application/json")
     raw = await request.body()
     try:
-        body = json.loads(raw or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise auth.Refused(400, "bad_json", f"the body is not JSON: {exc}") from None
+        body = text.parse_json(raw or b"{}")
+    except errors.UserError as exc:
+        raise auth.Refused(400, "bad_json", str(exc)) from None
     if not isinstance(body, dict):
         raise auth.Refused(400, "bad_json", "the body must be a JSON object")
     return body
+
+
+def check_texts(request: Request, form=None) -> None:
+    """Refuse (400) a request whose path, query or form holds text the store could not
+    keep or look up (a NUL, a lone surrogate), before anything reads it."""
+    for source in (request.path_params, request.query_params, form or {}):
+        for name, value in source.items():
+            if isinstance(value, str):
+                checked_text(value, name)
 
 
 def check_body(route: api.Route, body: dict) -> None:
@@ -48,6 +55,8 @@ def check_body(route: api.Route, body: dict) -> None:
     unknown = sorted(set(body) - set(known))
     if unknown:
         raise auth.Refused(400, "bad_request", f"unknown field(s): {', '.join(unknown)}")
+    for name, value in body.items():
+        checked_value(name, value, known[name])
 
 
 def parse_query(route: api.Route, params) -> dict:
@@ -58,13 +67,11 @@ def parse_query(route: api.Route, params) -> dict:
             if p.required:
                 raise auth.Refused(400, "bad_request", f"the query needs {p.name}")
             continue
-        if p.kind == "integer":
-            if not raw.isdigit() or len(raw) > 18:
-                raise auth.Refused(400, "bad_request", f"{p.name} must be a whole number")
-            out[p.name] = int(raw)
-        elif p.kind == "time":
+        checked_text(raw, p.name)
+        if p.kind in ("integer", "time"):
+            parse = text.parse_whole if p.kind == "integer" else text.parse_time
             try:
-                out[p.name] = parse_time(raw, p.name)
+                out[p.name] = parse(raw, p.name)
             except errors.UserError as exc:
                 raise auth.Refused(400, "bad_request", str(exc)) from None
         else:

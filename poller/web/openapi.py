@@ -9,7 +9,7 @@ from poller import __version__
 ERROR_SCHEMA = {"type": "object", "required": ["error", "detail"],
                 "properties": {"error": {"type": "string"}, "detail": {"type": "string"}}}
 WHY = {400: "Bad input", 401: "No token, or a revoked one", 403: "Not allowed to",
-       404: "Not found", 409: "Already exists", 413: "Too large", 429: "Too many posts",
+       404: "Not found", 409: "Already exists", 413: "Too large", 429: "Too many posts, sign-ins or typing signals",
        503: "The database is busy or unreachable"}
 
 

@@ -19,11 +19,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from poller import observe, text
+from poller import errors, observe, text
 from poller.kinds import WakeKind, WakeStatus, names
 from poller.store import access
 from poller.web import api, auth
-from poller.web.handling import guarded, parse_query
+from poller.web.handling import check_texts, guarded, parse_query
 
 # Starlette parses forms with python-multipart; importing it here fails at start, not at
 # the first form, when it is missing.
@@ -66,6 +66,7 @@ def routes(door) -> list[Route]:
     def page(need: str, build, methods=("GET",)):
         async def endpoint(request: Request) -> Response:
             form = await request.form(max_files=0) if request.method == "POST" else {}
+            check_texts(request, form)
 
             def work():
                 caller = door.caller(request)
@@ -102,7 +103,9 @@ def routes(door) -> list[Route]:
 
 async def signin_page(request: Request) -> Response:
     request.state.caller = None
-    pre = request.cookies.get(auth.PRE_COOKIE) or secrets.token_urlsafe(24)
+    # Always a fresh one: a value the client brought could be one an attacker planted,
+    # to know the form's CSRF token (a sign-in forged into the attacker's account).
+    pre = secrets.token_urlsafe(24)
     response = render(request, "signin.html", binding=pre,
                       next=_local(request.query_params.get("next")), error=None)
     response.set_cookie(auth.PRE_COOKIE, pre, httponly=True, samesite="strict", path="/signin",
@@ -189,15 +192,16 @@ def mood_page(request, door, who, form) -> Response:
     """The conversation, live; with ``?before=ID`` an earlier page of it (not live)."""
     slug = request.path_params["slug"]
     before = request.query_params.get("before", "")
-    if before and not before.isdigit():
-        raise auth.Refused(400, "bad_request", "before must be a post id")
+    try:
+        before_id = text.parse_whole(before, "before", lowest=1) if before else None
+    except errors.UserError:
+        raise auth.Refused(400, "bad_request", "before must be a post id") from None
     mood = door.store.mood(slug)
-    if not before:
+    if before_id is None and door.signin_limit.allow(who.token_id):
         door.store.add_signin(who.handle, slug, door.clock(), label="web")  # arriving
         door.posted()
     heads = access.heads(door.store)
-    posts = access.posts_page(door.store, slug, limit=POSTS_SHOWN,
-                              before_id=int(before) if before else None)
+    posts = access.posts_page(door.store, slug, limit=POSTS_SHOWN, before_id=before_id)
     earlier = posts[0].id if len(posts) == POSTS_SHOWN else None
     handles = {a.id: a.handle for a in door.store.agents()}
     away = [(handles[a], out["line"]) for a, out in observe.away(door.store, door.clock()).items()

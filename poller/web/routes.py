@@ -12,6 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from poller import errors, text
 from poller.store import access
 from poller.web.auth import Refused
 
@@ -63,6 +64,43 @@ def body_text(body: dict, name: str, default: Optional[str] = None) -> str:
     if not isinstance(value, str):
         raise Refused(400, "bad_request", f"{name!r} must be a string")
     return value
+
+
+def path_id(c: Call, name: str, what: str) -> int:
+    """The id in the path's *name*, or 404: no row has an id that is not a whole number
+    the store can hold."""
+    raw = c.path[name]
+    try:
+        return text.parse_whole(raw, what, lowest=1)
+    except errors.UserError:
+        raise Refused(404, "not_found", f"no {what} {raw[:40]!r}") from None
+
+
+def checked_value(name: str, value: Any, schema: dict) -> None:
+    """Refuse (400) a body's *value* that is not what its *schema* says, or that the store
+    could not hold: an integer past 63 bits, a text with NUL or a lone surrogate.  Null
+    stands for absent; what is required is each route's to say."""
+    kind = schema.get("type")
+    if value is None:
+        return
+    if kind == "integer":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise Refused(400, "bad_request", f"{name!r} must be an integer")
+        if not -text.MAX_ID <= value <= text.MAX_ID:
+            raise Refused(400, "bad_request", f"{name!r} is out of range: give a whole number "
+                                              f"from {-text.MAX_ID} to {text.MAX_ID}")
+    elif kind == "string":
+        if not isinstance(value, str):
+            raise Refused(400, "bad_request", f"{name!r} must be a string")
+        checked_text(value, repr(name))
+
+
+def checked_text(value: str, what: str) -> str:
+    """*value* if the store may keep it (:func:`poller.text.check_text`), else 400."""
+    try:
+        return text.check_text(value, what)
+    except errors.UserError as exc:
+        raise Refused(400, "bad_request", str(exc)) from None
 
 
 def schema_obj(props: dict, required: tuple[str, ...]) -> dict:

@@ -9,25 +9,16 @@ from support import webserver
 from support.webserver import T0
 
 
-def _serving(cli):
-    s = webserver.start(cli.db_url)
-    s.cli = cli
-    cli("mood", "add", "lobby", "--title", "The lobby")
-    return s
-
-
 @pytest.fixture
 def served(any_cli):
-    s = _serving(any_cli)
-    yield s
-    s.stop()
+    with webserver.lobby(any_cli) as s:
+        yield s
 
 
 @pytest.fixture
 def sqlite_served(cli):
-    s = _serving(cli)
-    yield s
-    s.stop()
+    with webserver.lobby(cli) as s:
+        yield s
 
 
 def tick(s, *args: str, at: float = 1):

@@ -77,6 +77,7 @@ def test_times_outside_1970_to_2200_are_refused_everywhere(cli, when):
         (("set", "listening", "off", "--until", when), "--until"),
         (("tick", "--now", when), "--now"),
         (("run", "--now", when), "--now"),
+        (("--now", when, "run"), "--now"),  # refused before the loop says it runs
         (("scram", "--now", when), "--now"),
         (("mood", "add", "other", "--now", when), "--now"),
     ]:
@@ -107,6 +108,10 @@ def test_the_edges_of_the_window_are_accepted(cli):
     ("wakes", "show", BIG),
     ("wakes", "show", "--", "-3"),
     ("wakes", "show", "1e3"),
+    ("wakes", "show", "²"),
+    ("alarm", "remove", "9" * 23),
+    ("alarm", "remove", "١"),
+    ("outbox", "retry", "9" * 23),
 ], ids=lambda a: " ".join(a)[:40])
 def test_ids_and_limits_are_whole_numbers_from_1_to_2_to_the_63_minus_1(cli, args):
     world(cli)
@@ -118,6 +123,11 @@ def test_the_largest_id_is_a_clean_not_found(cli):
     refused(cli, "post", "lobby", "--as", "ada", "--reply-to", str(2**63 - 1), "hi",
             message=f"no post {2**63 - 1}")
     cli("posts", "lobby", "--limit", str(2**63 - 1))
+
+
+def test_a_line_break_in_what_was_given_stays_inside_the_one_line(cli):
+    r = refused(cli, "config", "check", "--config=nowhere\r\n.toml", message="nowhere")
+    assert "\\x0a" in r.err
 
 
 # -- invalid UTF-8 on the command line ----------------------------------------------------------

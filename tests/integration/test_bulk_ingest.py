@@ -42,6 +42,9 @@ def test_one_bad_line_writes_nothing_and_names_the_line(any_cli):
         (lines({"text": "ok"}, {"text": "x", "mood": "nowhere"}), "nowhere"),
         (lines({"text": "ok", "extra": 1}), "line 1:"),
         (lines({"text": "a\u0000b"}), "line 1:"),
+        ('{"text": ' + "[" * 50_000 + "\n", "line 1: nests"),
+        ('{"text": "ok", "mood": "\\udfff"}\n', "line 1:"),
+        ('{"text": "ok", "as": "a\\u0000"}\n', "line 1:"),
     ]:
         r = c.fails("post", "lobby", "--as", "ada", "--stdin-jsonl", input=bad)
         assert says in r.err and len(r.err.strip().splitlines()) == 1, (bad, r.err)

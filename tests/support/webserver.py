@@ -7,7 +7,9 @@ subprocess (``serve_process``), and hands out an httpx client per person.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import logging
 import os
 import re
 import signal
@@ -91,6 +93,48 @@ def start(db_url: str, clock=None, **options) -> Served:
     wait_for(lambda: server.started, what="uvicorn to start")
     port = sock.getsockname()[1]
     return Served(f"http://127.0.0.1:{port}", store, app, server, thread)
+
+
+class Caught(logging.Handler):
+    """Every record logged with an exception attached: a server error, a traceback."""
+
+    LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.asgi", "")
+
+    def __init__(self):
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        if record.exc_info and record not in self.records:
+            self.records.append(record)
+
+    def lines(self) -> list[str]:
+        return [f"{r.name}: {r.getMessage()}: {r.exc_info[1]!r}" for r in self.records]
+
+
+@contextlib.contextmanager
+def caught_errors():
+    """A :class:`Caught` listening to the server's loggers while in the block."""
+    handler = Caught()
+    for name in Caught.LOGGERS:
+        logging.getLogger(name).addHandler(handler)
+    try:
+        yield handler
+    finally:
+        for name in Caught.LOGGERS:
+            logging.getLogger(name).removeHandler(handler)
+
+
+@contextlib.contextmanager
+def lobby(cli, **options):
+    """The app over *cli*'s database with the Mood ``lobby``, served while in the block."""
+    s = start(cli.db_url, **options)
+    s.cli = cli
+    try:
+        cli("mood", "add", "lobby", "--title", "The lobby")
+        yield s
+    finally:
+        s.stop()
 
 
 @dataclass
