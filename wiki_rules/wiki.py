@@ -7,9 +7,12 @@ its :class:`PageMissing`) and nothing else.
 mwclient's defaults would retry a dead wiki 25 times with growing sleeps and
 wait 30 s per request, and its ``Site()`` constructor asks the wiki for site
 information.  So every read builds a ``Site`` with ``do_init=False``, no
-retries and a short timeout, and runs in a helper thread that is abandoned
-after ``timeout`` seconds: that bound also covers what the socket timeouts do
-not (a slow DNS answer, a server trickling bytes).
+retries and a short timeout, and runs in a helper thread the caller waits
+``timeout`` seconds for.  At that deadline the read's sockets are shut
+(:mod:`wiki_rules.deadline`), which ends what the socket timeouts do not (a
+server trickling bytes); a read still stuck after that (a slow DNS answer)
+is the one read in flight: the next fetch fails at once rather than start
+another beside it.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ import mwclient.errors
 import requests
 
 from poller import errors
+from wiki_rules import deadline as deadline_mod
 
 T = TypeVar("T")
 
 USER_AGENT = "mood-poller (dial wording reader)"
+READ_THREAD = "dial-wiki-read"
 
 
 class PageMissing(errors.WikiError):
@@ -58,15 +63,27 @@ class MwWiki:
         self.path = path
         self.scheme = scheme
         self.timeout = timeout
+        self._lock = threading.Lock()
+        self._reading: Optional[threading.Thread] = None  # the read in flight, if any
 
     @property
     def site(self) -> str:
         return f"{self.scheme}://{self.host}{self.path}"
 
     def fetch(self, title: str) -> Fetched:
-        """The page's newest revision and protection, within ``timeout`` seconds."""
-        return _within(self.timeout, f"wiki {self.host} gave no answer within {self.timeout:g}s",
-                       lambda: self._fetch(title))
+        """The page's newest revision and protection, within ``timeout`` seconds.
+
+        One read at a time: while an earlier one has not ended, this fails at once.
+        """
+        with self._lock:
+            if self._reading is not None and self._reading.is_alive():
+                raise errors.WikiUnavailable(f"wiki {self.host} has not ended the last read yet")
+            deadline = deadline_mod.Deadline()
+            read = _Read(lambda: self._fetch(title, deadline))
+            self._reading = thread = threading.Thread(target=read, name=READ_THREAD, daemon=True)
+            thread.start()
+        return _within(read, thread, self.timeout, deadline,
+                       f"wiki {self.host} gave no answer within {self.timeout:g}s")
 
     def write(self, title: str, text: str, summary: str, *, user: str, password: str,
               overwrite: bool = False) -> int:
@@ -106,15 +123,16 @@ class MwWiki:
         finally:
             site.connection.close()
 
-    def _site(self) -> mwclient.Site:
+    def _site(self, pool: Optional[requests.Session] = None) -> mwclient.Site:
         return mwclient.Site(
             self.host, path=self.path, scheme=self.scheme, do_init=False,
-            max_retries=0, retry_timeout=0, force_login=False,
+            max_retries=0, retry_timeout=0, force_login=False, pool=pool,
             connection_options={"timeout": (self.timeout, self.timeout)},
             clients_useragent=USER_AGENT)
 
-    def _fetch(self, title: str) -> Fetched:
-        site = self._site()
+    def _fetch(self, title: str, deadline: deadline_mod.Deadline) -> Fetched:
+        agent = f"{USER_AGENT} {mwclient.client.USER_AGENT}"
+        site = self._site(deadline_mod.bounded_session(deadline, agent))
         try:
             answer = site.get("query", prop="revisions|info", titles=title,
                               rvprop="ids|content", rvslots="main",
@@ -172,21 +190,29 @@ def _describe(host: str, exc: BaseException) -> str:
     return f"wiki {host} failed: {exc.__class__.__name__}"
 
 
-def _within(seconds: float, message: str, work: Callable[[], T]) -> T:
-    """Run *work* in a daemon thread; give up on it after *seconds*."""
-    box: dict = {}
+class _Read:
+    """What a read in its thread came to: a value or an error."""
 
-    def run() -> None:
+    def __init__(self, work: Callable[[], T]) -> None:
+        self.work = work
+        self.value: Optional[T] = None
+        self.error: Optional[BaseException] = None
+
+    def __call__(self) -> None:
         try:
-            box["value"] = work()
-        except BaseException as exc:  # handed back to the caller below
-            box["error"] = exc
+            self.value = self.work()
+        except BaseException as exc:  # handed back to the caller in _within
+            self.error = exc
 
-    thread = threading.Thread(target=run, name="dial-wiki-read", daemon=True)
-    thread.start()
+
+def _within(read: _Read, thread: threading.Thread, seconds: float,
+            deadline: deadline_mod.Deadline, message: str) -> T:
+    """Wait *seconds* for *read* (run by *thread*); past them, end it and fail with *message*."""
     thread.join(seconds)
     if thread.is_alive():
+        deadline.expire()
+        thread.join(min(seconds, 1.0))  # it ends as its sockets shut, unless stuck in DNS
         raise errors.WikiUnavailable(message)
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if read.error is not None:
+        raise read.error
+    return read.value

@@ -16,6 +16,7 @@ the composer all build on it.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from datetime import datetime
@@ -66,6 +67,18 @@ _FLAG = re.compile("\U0001f3f4[\U000e0020-\U000e007e]{1,7}\U000e007f")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x85\u2028\u2029]")
 _BLANKS = re.compile(r"\s+")
 
+# The tag as a reader takes it is its name, "mood-wake", after a slash or after
+# something that looks like a bracket; which brackets, quotation marks or symbols
+# stand around it is open-ended, so they are judged by Unicode category, never by
+# a list.  Blank-looking characters anywhere in the shape are skipped: the braille
+# blank and the Hangul fillers show nothing but are not whitespace to Python.
+_BRACKET_CATEGORIES = frozenset(("Ps", "Pe", "Pi", "Pf", "Sm", "Sk", "So"))
+_BLANK_CATEGORIES = frozenset(("Zs", "Zl", "Zp", "Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me"))
+_BLANK_GLYPHS = frozenset("\u2800\u3164\u115f\u1160\uffa0\u17b4\u17b5")
+_SHAPE_BLANK, _SHAPE_BRACKET = " ", "\x01"  # in a skeleton (see _skeleton_piece)
+_SHOWN = re.compile(r"⟨U\+[0-9A-F]{4,6}⟩")
+_NAME = re.compile(r"(/[ /]*)?m *o *o *d[ _-]*w *a *k *e")
+
 
 # --- escaping -------------------------------------------------------------------
 
@@ -74,9 +87,12 @@ def neutralise(text: str) -> str:
     """*text* with anything that could open or close a wake tag escaped.
 
     ``<mood-wake>`` and ``</mood-wake>`` in any case or spacing, and their
-    lookalikes (fullwidth or Cyrillic letters, invisible characters inside):
-    the "<" (or the character passing for it) becomes ``&lt;``.
+    lookalikes (fullwidth or Cyrillic letters, invisible or blank characters
+    inside, any bracket, quotation mark or symbol for the "<" and ">"): the
+    character passing for "<" becomes ``&lt;``, the one passing for ">" after the
+    name ``&gt;``.
     """
+    text = _unbracket_names(text)
     if "<" in text:
         text = _TAG.sub("&lt;", text)
     if text.isascii() or not _LT_CANDIDATE.search(text):
@@ -95,6 +111,72 @@ def fold(c: str) -> str:
     folded = "".join(ch for ch in unicodedata.normalize("NFD", folded)
                      if unicodedata.category(ch) not in ("Mn", "Me"))
     return "".join(CONFUSABLES.get(ch, ch) for ch in folded)
+
+
+def _unbracket_names(text: str) -> str:
+    """*text* with the brackets around each tag-shaped "mood-wake" escaped."""
+    escaped = _tag_brackets(text)
+    if not escaped:
+        return text
+    return "".join(escaped.get(i, c) for i, c in enumerate(text))
+
+
+def _tag_brackets(text: str) -> dict[int, str]:
+    """Where the brackets around a tag-shaped "mood-wake" stand in *text*, and
+    what each becomes.
+
+    A shape is the name with a bracket-like character before it, or a slash
+    before it and a bracket-like character on either side (blank-looking
+    characters between are skipped).  The one before becomes ``&lt;``, the one
+    after ``&gt;``: no bracket is left next to the name.
+    """
+    if text.isascii():
+        skeleton = text.translate(_ASCII_SKELETON)
+        owner = None
+    else:
+        pieces = [_skeleton_piece(c) for c in text]
+        for shown in _SHOWN.finditer(text):  # a ⟨U+200B⟩ of visible() stands for a blank
+            pieces[shown.start():shown.end()] = [_SHAPE_BLANK] * (shown.end() - shown.start())
+        skeleton = "".join(pieces)
+        owner = None if len(skeleton) == len(text) else [
+            i for i, piece in enumerate(pieces) for _ in piece]
+    escaped: dict[int, str] = {}
+    for match in _NAME.finditer(skeleton):
+        before = _next_shown(skeleton, match.start() - 1, -1)
+        after = _next_shown(skeleton, match.end(), 1)
+        if before is not None:
+            escaped.setdefault(before if owner is None else owner[before], "&lt;")
+        if after is not None and (before is not None or match.group(1)):
+            escaped.setdefault(after if owner is None else owner[after], "&gt;")
+    return escaped
+
+
+def _next_shown(skeleton: str, i: int, step: int) -> int | None:
+    """Where the first character from *i* (going by *step*) that is not blank
+    stands, if it is a bracket-like one."""
+    while 0 <= i < len(skeleton) and skeleton[i] == _SHAPE_BLANK:
+        i += step
+    return i if 0 <= i < len(skeleton) and skeleton[i] == _SHAPE_BRACKET else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _skeleton_piece(c: str) -> str:
+    """What *c* is, for finding the tag's shape: a blank, a bracket, a slash, or
+    the letters it reads as (:func:`fold`)."""
+    folded = fold(c)
+    if (not folded.strip() or c in _BLANK_GLYPHS or c.isspace()
+            or unicodedata.category(c) in _BLANK_CATEGORIES):
+        return _SHAPE_BLANK
+    if folded.isalnum():
+        return folded
+    if folded in ("/", "\\"):
+        return "/"
+    if any(unicodedata.category(x) in _BRACKET_CATEGORIES for x in c + folded):
+        return _SHAPE_BRACKET
+    return folded
+
+
+_ASCII_SKELETON = str.maketrans({chr(i): _skeleton_piece(chr(i)) for i in range(128)})
 
 
 def _opens_tag(text: str, at: int) -> bool:
@@ -124,7 +206,7 @@ def visible(text: str) -> str:
 
 
 def _show(match: re.Match) -> str:
-    return f"⟨U+{ord(match.group()):04X}⟩"
+    return f"⟨U+{ord(match.group()):04X}⟩"  # the shape _SHOWN finds
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -142,7 +224,7 @@ def quote(text: str) -> str:
     prefix or with the indent, so no post line can equal one of our own lines
     (a footer line, a heading) or pass for another person's post.
     """
-    if text.isprintable() and not _NEEDS_WORK.search(text):
+    if text.isprintable() and not _NEEDS_WORK.search(text) and not _tag_brackets(text):
         return text  # the common case: nothing to do, and the stored count holds
     text = _CONTROL.sub(" ", text).replace("\r\n", "\n").replace("\r", "\n")
     return visible(neutralise(text)).replace("\n", "\n" + INDENT)

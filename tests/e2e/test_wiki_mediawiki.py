@@ -18,16 +18,16 @@ import subprocess
 import sys
 
 import pytest
-import sqlalchemy as sa
 
 from support.doubles import MemoryCache
 from support.mediawiki import MediaWiki, mediawiki, running_wiki  # noqa: F401  (fixtures)
-from poller import config, models
+from poller import config
 from wiki_rules import fallback, report
 from wiki_rules.cache import DbCache
 from wiki_rules.source import DialSource
 from support.wiki_mediawiki import T0, fetches, later
 from support.wiki_mediawiki import title  # noqa: F401  (fixtures)
+from support.wiki_source import engine  # noqa: F401  (a pytest fixture)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 2.0
@@ -54,14 +54,6 @@ def wiki_cfg(running_wiki: MediaWiki, title: str) -> config.WikiConfig:
                              title=title, ttl=300, timeout=TIMEOUT,
                              bot_user=running_wiki.bot_user,
                              bot_password=running_wiki.bot_password)
-
-
-@pytest.fixture
-def engine(tmp_path):
-    eng = sa.create_engine(f"sqlite:///{tmp_path / 'moods.db'}")
-    models.Base.metadata.create_all(eng)
-    yield eng
-    eng.dispose()
 
 
 def seed(cfg: config.WikiConfig) -> int:

@@ -11,20 +11,12 @@ import dataclasses
 import pytest
 import sqlalchemy as sa
 
-from poller import config, errors, models
+from poller import config, errors
 from wiki_rules import fallback, report
 from wiki_rules.cache import DbCache, PageCopy
 from wiki_rules.source import DialSource
 from support.wiki_source import CFG, PAGE, T0, TITLE, later
-from support.wiki_source import wiki  # noqa: F401  (fixtures)
-
-@pytest.fixture
-def engine(tmp_path):
-    eng = sa.create_engine(f"sqlite:///{tmp_path / 'moods.db'}")
-    models.Base.metadata.create_all(eng)
-    yield eng
-    eng.dispose()
-
+from support.wiki_source import engine, wiki  # noqa: F401  (fixtures)
 
 def test_a_restart_picks_up_the_copy_in_the_database(wiki, engine):
     DialSource(CFG, DbCache(engine), wiki).current(T0)

@@ -4,6 +4,7 @@ and the tags a wake's text holds."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime, timedelta, timezone
 
 from poller import tokens
@@ -20,14 +21,42 @@ COUNTER = tokens.counter()
 CONFIG = WakeConfig(etiquette_url="https://wiki.test/E", todo_pattern="https://wiki.test/{slug}/todo")
 
 
+# Characters a reader can take for the tag's "<" or ">": brackets, quotation marks,
+# math and other symbols.  Judged by Unicode category, so this list of kinds is the
+# test's own reading, not the code's.
+BRACKET_CATEGORIES = ("Ps", "Pe", "Pi", "Pf", "Sm", "Sk", "So")
+BLANK_CATEGORIES = ("Zs", "Zl", "Zp", "Cc", "Cf", "Mn", "Me")
+
+
+_SHOWN = re.compile(r"⟨U\+[0-9A-F]{4,6}⟩")
+
+
 def folded(text: str) -> str:
     """*text* as a reader takes it: NFKC, case and lookalikes folded, invisibles dropped."""
     return "".join(lines.fold(c) for c in text)
 
 
+def reader_view(text: str) -> str:
+    """*text* folded, blank-like characters dropped, and every bracket-like one as "<".
+
+    A ``⟨U+200B⟩`` shown for an invisible character counts as the blank it stands for.
+    """
+    out = []
+    for c in _SHOWN.sub(" ", text):
+        if c.isspace() or unicodedata.category(c) in BLANK_CATEGORIES or c == "\u2800":
+            continue
+        f = lines.fold(c)
+        if f.strip() == "":
+            continue
+        bracket = not f.isalnum() and any(unicodedata.category(x) in BRACKET_CATEGORIES for x in c + f)
+        out.append("<" if bracket else f)
+    return "".join(out)
+
+
 def tags(text: str) -> tuple[int, int]:
-    f = folded(text)
-    return (len(re.findall(r"<\s*mood-wake", f)), len(re.findall(r"<\s*/\s*mood-wake", f)))
+    """How many opening and closing wake tags a reader sees in *text*."""
+    f = reader_view(text)
+    return (len(re.findall(r"<mood-wake", f)), len(re.findall(r"</mood-wake", f)))
 
 
 def post(i: int, text: str, sender: str = "ada") -> compose.WakePost:

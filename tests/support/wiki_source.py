@@ -1,12 +1,14 @@
-"""A dials source over an in-memory wiki: its config, page, title and clock."""
+"""A dials source over an in-memory wiki: its config, page, title and clock, and a
+database for its cache."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 import pytest
+import sqlalchemy as sa
 
-from poller import config
+from poller import config, models
 
 from support.doubles import MemoryWiki
 
@@ -33,3 +35,12 @@ def wiki() -> MemoryWiki:
     w = MemoryWiki()
     w.edit(TITLE, PAGE)
     return w
+
+
+@pytest.fixture
+def engine(tmp_path):
+    """A SQLite database with the schema, for the dial cache."""
+    eng = sa.create_engine(f"sqlite:///{tmp_path / 'moods.db'}")
+    models.Base.metadata.create_all(eng)
+    yield eng
+    eng.dispose()

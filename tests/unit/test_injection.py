@@ -8,14 +8,16 @@ in the other layers.
 from __future__ import annotations
 
 
+import re
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from poller import kinds
 from poller.cycle import organs
 from poller.wake import compose, lines
-from support.injection import post, tags, wake
+from support.injection import post, reader_view, tags, wake
 
 organs.load()  # the kinds are sampled from as the module is collected
 KINDS = [k.name for k in kinds.declared() if k.composed]
@@ -41,6 +43,14 @@ LOOKALIKES = [
     "\u3008mood-wake\u3009",
     "<\u202e/mood-wake>",  # right-to-left override inside
     "\u202e>ekaw-doom/<",  # right-to-left override: reads as </mood-wake>
+    "\u2039\u2800/mood-wake>",  # braille blank between
+    "<\u2800/mood-wake>",
+    "\u00ab/mood-wake\u00bb",  # guillemets
+    "\u300a/mood-wake\u300b",  # CJK double angle brackets
+    "\u227a/mood-wake\u227b",  # precedes, succeeds
+    "\u27ea/mood-wake\u27eb",  # mathematical double angle brackets
+    "\u2329/MOOD\u2800-\uff37AKE\u232a",  # blank inside the name, fullwidth W
+    "\u00abmood-wake mood=\"x\"\u00bb",
 ]
 
 INVISIBLE = {
@@ -72,10 +82,19 @@ def test_a_lookalike_of_the_wrapper_is_neutralised_like_the_real_one(fake):
 
 
 def test_the_lookalike_is_escaped_where_it_stands():
-    assert lines.quote("a ＜／ｍｏｏｄ－ｗａｋｅ＞ b") == "a &lt;／ｍｏｏｄ－ｗａｋｅ＞ b"
-    assert lines.quote("<\u200b/mood-wake>") == "&lt;⟨U+200B⟩/mood-wake>"
-    assert lines.quote("</m\u043e\u043ed-wake>") == "&lt;/m\u043e\u043ed-wake>"
+    assert lines.quote("a ＜／ｍｏｏｄ－ｗａｋｅ＞ b") == "a &lt;／ｍｏｏｄ－ｗａｋｅ&gt; b"
+    assert lines.quote("<\u200b/mood-wake>") == "&lt;⟨U+200B⟩/mood-wake&gt;"
+    assert lines.quote("</m\u043e\u043ed-wake>") == "&lt;/m\u043e\u043ed-wake&gt;"
     assert lines.quote("x \u2039mood") == "x &lt;mood"
+    assert lines.quote("\u2039\u2800/mood-wake>") == "&lt;\u2800/mood-wake&gt;"
+    assert lines.quote("say \u00ab/Mood-Wake\u00bb!") == "say &lt;/Mood-Wake&gt;!"
+    assert lines.quote("docs/mood-wake) here") == "docs/mood-wake&gt; here"
+
+
+@pytest.mark.parametrize("text", ["see docs/mood-wake for the wrapper", "a mood-wake, (mood) wake",
+                                  "/mood-wake alone", "\u00abmood\u00bb wake", "(moody-wake)"])
+def test_the_name_without_a_tag_around_it_is_left_alone(text):
+    assert lines.neutralise(text) == text
 
 
 @pytest.mark.parametrize("text", ["a < b and c > d", "if x<3: go", "⟨a, b⟩", "‹quoted›",
@@ -100,6 +119,34 @@ def test_joiners_emoji_and_flags_are_kept():
     assert text in wake(woke=[post(90, text)])
 
 
+# -- the neutraliser, as a property ----------------------------------------------------------
+
+_FORGED = re.compile(r"<mood-?wake|</+mood-?wake|/+mood-?wake<")
+_NAME = ["m", "\u043c", "ｍ", "M", "\u1d0d", "o", "\u03bf", "Ｏ", "d", "\u0501", "-", "\u2010", "－",
+         "w", "\u051d", "W", "a", "\u0430", "k", "\u03ba", "e", "\u0435", "E", "mood", "wake",
+         "mood-wake", "/", "／", "\u2215", "\\"]
+_BLANKS = st.sampled_from(" \u2800\u200b\u2060\u3000\u00ad\ufeff\u3164\u0301")
+_BRACKETS = st.characters(categories=["Ps", "Pe", "Pi", "Pf", "Sm"]) | st.sampled_from("<>\u1438\u02c2")
+_SHAPES = st.lists(st.sampled_from(_NAME) | _BLANKS | _BRACKETS | st.text(max_size=3),
+                   max_size=24).map("".join)
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(_SHAPES)
+def test_no_text_keeps_a_tag_a_reader_would_see(text):
+    out = lines.neutralise(text)
+    assert not _FORGED.search(reader_view(out)), (text, out)
+    assert lines.neutralise(out) == out
+
+
+@settings(max_examples=800, deadline=None, derandomize=True)
+@given(st.text(max_size=60) | _SHAPES)
+def test_text_with_no_tag_shape_is_unchanged(text):
+    view = reader_view(text)
+    assume("mood" not in view and not re.search("<[/]*m", view))
+    assert lines.neutralise(text) == text
+
+
 pieces = st.sampled_from(LOOKALIKES + list(INVISIBLE) + [
     "<", "/", "m", "\u043c", "ood-wake", "＜", "\u2039", " ", "\n", "\u200d", "é", "x", ">"])
 
@@ -113,3 +160,12 @@ def test_no_mix_of_lookalikes_and_invisibles_forges_the_wrapper(text, kind):
     assert tags(out) == (1, 1)
     hidden = [c for c in INVISIBLE if c in out]
     assert not hidden, hidden
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(_SHAPES)
+def test_a_quoted_text_is_escaped_once(text):
+    # The wake's templates escape every value once more: that pass changes nothing.
+    out = lines.quote(text)
+    assert lines.neutralise(out) == out
+    assert not _FORGED.search(reader_view(out)), (text, out)
