@@ -73,9 +73,7 @@ def setup(store, *, person: str, agent: str, mood: str, kind: str, when: str, tz
     checkins.check_minutes(grace, "--grace-minutes", checkins.GRACE_RANGE)
     checkins.check_minutes(cutoff, "--lateness-cutoff-minutes", checkins.CUTOFF_RANGE)
     email = check_email(contact_email) if contact_email else None
-    if kind == "once" and spec.next(now) is None:
-        raise errors.UserError(f"{timing.shown(spec.latest(now), tz)} has passed: a once "
-                               "agreement needs a deadline ahead")
+    timing.first_firing(spec, now, "a once agreement needs a deadline ahead", inclusive=False)
     with store.writing() as s:
         ids = (schedules.participant_id(s, person, "person"), schedules.participant_id(s, agent, "agent"),
                schedules.mood_id(s, mood))

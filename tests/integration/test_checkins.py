@@ -270,6 +270,8 @@ def test_bad_agreements_get_one_line_and_nothing_is_written(cli, tmp_path):
     assert "not an e-mail address" in c.fails(*base, "--daily", "21:00", "--tz", "UTC",
                                               "--contact-email", "carol").err
     assert "has passed" in c.fails(*base, "--once", "2026-10-01 18:00", "--tz", "UTC").err
+    never = c.fails(*base, "--once", "9999-12-31 23:59", "--tz", "Etc/GMT+12").err
+    assert "never fires" in never and len(never.strip().splitlines()) == 1
     assert "time zone" in c.fails(*base, "--daily", "21:00", "--tz", "local").err
     assert "no check-in agreement" in c.fails("checkin", "status", "--person", "ada").err
 
