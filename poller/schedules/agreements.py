@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
 import secrets
 from email.utils import make_msgid
 from typing import Optional
 
-from poller.schedules import alarms, checkins, timing
+from poller.schedules import alarms, checkins, mail, timing
 from poller import errors, text
 from poller.kinds import AgreementStatus, ContactState, WakeKind
 from poller.store import schedules
 
-EMAIL_RE = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+")
 MAIL_DOMAIN = "mood-poller.invalid"
 CONTACT_FOOTER = (
     "\n\n-- \nThis message was written by an AI agent under a check-in agreement the "
@@ -38,13 +36,6 @@ CONTACT_FOOTER = (
 
 def digest(code: str) -> str:
     return hashlib.sha256(code.strip().encode()).hexdigest()
-
-
-def check_email(value: str) -> str:
-    value = value.strip()
-    if not EMAIL_RE.fullmatch(value) or len(value) > 254:
-        raise errors.UserError(f"--contact-email {value!r} is not an e-mail address")
-    return value
 
 
 def terms(g) -> checkins.Terms:
@@ -72,7 +63,7 @@ def setup(store, *, person: str, agent: str, mood: str, kind: str, when: str, tz
     spec = checkins.make_spec(kind, when, tz)
     checkins.check_minutes(grace, "--grace-minutes", checkins.GRACE_RANGE)
     checkins.check_minutes(cutoff, "--lateness-cutoff-minutes", checkins.CUTOFF_RANGE)
-    email = check_email(contact_email) if contact_email else None
+    email = mail.address(contact_email) if contact_email else None
     timing.first_firing(spec, now, "a once agreement needs a deadline ahead", inclusive=False)
     with store.writing() as s:
         ids = (schedules.participant_id(s, person, "person"), schedules.participant_id(s, agent, "agent"),

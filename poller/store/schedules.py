@@ -415,6 +415,12 @@ def mail(s: Session, mail_id: int) -> Optional[MailOut]:
     return s.get(MailOut, mail_id)
 
 
+def mail_given_up(s: Session, limit: int = 20) -> list[MailOut]:
+    """The newest mail that will not be sent (again): failed, or uncertain whether it was."""
+    return list(s.scalars(sa.select(MailOut).where(MailOut.state.in_(("failed", "uncertain")))
+                          .order_by(MailOut.id.desc()).limit(limit)))
+
+
 def upcoming(s: Session, limit: int = 10) -> list[tuple[str, int, int, dt.datetime, str]]:
     """The next alarms and agreement looks, soonest first: (what, agent, Mood, when, zone)."""
     a = s.execute(sa.select(Alarm.agent_id, Alarm.mood_id, Alarm.next_at, Alarm.tz).where(
