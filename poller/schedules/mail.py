@@ -7,9 +7,13 @@ so two pollers never both send one) and hands each to the configured SMTP
 server (``[mail]``; STARTTLS or implicit TLS with the certificate verified;
 the password only from ``MOOD_POLLER_MAIL_PASSWORD``).  A poller killed
 after a message was written and before it was sent leaves it pending: the
-next cycle sends it, once.  A contact message is checked again when it is
-claimed: if the person checked in (or the agreement ended, or the stage was
-disarmed) since it was written, it is withdrawn, never sent.  Once the
+next cycle sends it, once.  A message is checked again when it is claimed:
+an invitation whose agreement was cancelled or replaced, or a contact
+message whose person checked in (or whose agreement ended, or whose stage
+was disarmed) since it was written, is withdrawn, never sent.  A message is
+rendered whole when claimed, to exactly its stored recipient: one that
+cannot be written as an e-mail is failed with the reason, and the rows
+behind it go on.  Once the
 server has answered, and before the message is handed over, the row is
 marked ``handing``.  A claim its poller left before that (it died while
 reaching the server) goes back to pending: the server never saw the
@@ -34,6 +38,7 @@ import email_validator
 
 from poller import errors
 from poller.config import ENV_MAIL_PASSWORD, MailConfig
+from poller.kinds import LIVE_AGREEMENTS, AgreementStatus
 from poller.store import schedules
 
 log = logging.getLogger("poller.mail")
@@ -134,7 +139,8 @@ def _claimed(s, mail_id: int, cfg: MailConfig, holder: str, now: dt.datetime):
     if m is None:
         return None, None
     if not still_wanted(s, m):
-        schedules.withdraw_mail(s, mail_id, "the check-in it was about was answered or ended")
+        schedules.withdraw_mail(s, mail_id, "the agreement or check-in it was about was "
+                                "answered or ended before it went")
         return None, None
     try:
         msg = message(m, cfg.sender, now)
@@ -149,13 +155,19 @@ def _claimed(s, mail_id: int, cfg: MailConfig, holder: str, now: dt.datetime):
 
 
 def still_wanted(s, m) -> bool:
-    """A contact message goes only while its streak is still open and the stage armed:
-    checked again right before sending, as it was when the agent wrote it."""
-    if m.purpose != "contact":
-        return True
-    st, g = schedules.streak(s, m.streak_id), schedules.agreement(s, m.agreement_id)
-    return (st is not None and st.closed_at is None and g is not None and g.armed
-            and g.consent_at is not None and g.status == "active")
+    """Checked again right before sending.  An invitation goes only while its agreement
+    is live and still waits for the contact's answer (not cancelled, replaced or
+    answered since); a contact message only while its streak is still open and the
+    stage armed, as it was when the agent wrote it."""
+    g = schedules.agreement(s, m.agreement_id)
+    if g is None:
+        return False
+    if m.purpose == "invite":
+        return (g.status in LIVE_AGREEMENTS and g.consent_at is None
+                and g.consent_digest is not None)
+    st = schedules.streak(s, m.streak_id)
+    return (st is not None and st.closed_at is None and g.armed
+            and g.consent_at is not None and g.status == AgreementStatus.ACTIVE)
 
 
 def _handing(store, mail_id: int) -> None:

@@ -99,7 +99,7 @@ def one_line(value: str) -> bool:
     """No line break of any kind (what ``str.splitlines`` and mail headers break at:
     U+2028 as much as LF) and no control character."""
     return len(value.splitlines()) <= 1 and not any(
-        unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value)
+        unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") for c in value)
 
 
 def noting(verb):

@@ -515,3 +515,17 @@ def test_a_stored_address_the_parser_refuses_is_failed_never_sent_elsewhere(cli,
     assert smtp.received == []
     ((_, state, error),) = _mail_rows(c.db_url)
     assert state == "failed" and "not an e-mail address" in error
+
+
+def test_an_invitation_for_an_agreement_cancelled_or_replaced_before_it_went_is_withdrawn(
+        cli, tmp_path, smtp):
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, tmp_path / "reply.txt")
+    setup(c, "--contact-email", "carol@example.org")
+    c("checkin", "cancel", "--person", "ada", "--now", at(5, 10))
+    setup(c, "--contact-email", "dave@example.org")
+    setup(c, "--contact-email", "erin@example.org")  # replaces dave's before it went
+    c("tick", "--now", at(5, 10, 1))
+    assert [to for to, _ in smtp.received] == [["erin@example.org"]]
+    states = [state for _, state, _ in _mail_rows(c.db_url)]
+    assert states == ["withdrawn", "withdrawn", "sent"]
