@@ -273,7 +273,7 @@ def checkin(s, w, block, notes: list[str], now: dt.datetime) -> str:
         return f"{who}'s agreement is paused: no check-in counts until it is resumed"
     post = _quoted(s, w, g, block.quote)
     if post is None:
-        return (f"the quote matches no post by {who} shown in this wake: only {who}'s own "
+        return (f"the quote matches no post by {who} this turn answers: only {who}'s own "
                 "words count as a check-in")
     said = apply_answer(s, g, checkins.ordinary(terms(g), post[2]), now)
     nxt = timing.shown(terms(g).when.next(terms(g).floor), g.tz) if g.status == "active" else ""
@@ -284,10 +284,19 @@ def checkin(s, w, block, notes: list[str], now: dt.datetime) -> str:
 
 
 def _quoted(s, w, g, quote: str):
-    """The person's post shown in this wake whose words the quote gives, or None."""
+    """The person's post this turn answers whose words the quote gives, or None.
+
+    A turn that posts called (a mention) answers those posts only: another person's
+    words in its catch-up are not theirs to give, whatever the reply quotes.  A turn
+    no post called (a consider, a follow-up) answers what is new in it."""
     want = " ".join(quote.split()).casefold()
-    after = schedules.previous_seen(s, w.agent_id, w.mood_id, w.id)
-    for post in reversed(schedules.posts_shown(s, w.mood_id, g.person_id, after, w.seen_id)):
+    answered = schedules.posts_answered(s, w.id)
+    if answered:
+        theirs = [(i, body, t) for i, sender, body, t in answered if sender == g.person_id]
+    else:
+        after = schedules.previous_seen(s, w.agent_id, w.mood_id, w.id)
+        theirs = schedules.posts_shown(s, w.mood_id, g.person_id, after, w.seen_id)
+    for post in reversed(theirs):
         if want in " ".join(post[1].split()).casefold():
             return post
     return None

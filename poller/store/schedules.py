@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from poller import errors
 from poller.kinds import IN_FLIGHT, LIVE_AGREEMENTS, AgreementStatus, ContactState
 from poller.models import (Agent, Alarm, CheckinAgreement, CheckinNotice, CheckinStreak, Listener,
-                           MailOut, Mood, Participant, Post, Wake)
+                           MailOut, Mood, Participant, Post, Wake, WakeAnswer)
 from poller.store import cycle
 
 
@@ -227,6 +227,14 @@ def posts_shown(s: Session, mood: int, person_id: int, after_id: int,
     return [tuple(r) for r in s.execute(sa.select(Post.id, Post.text, Post.created_at).where(
         Post.mood_id == mood, Post.sender_id == person_id, Post.kind == "post",
         Post.id > after_id, Post.id <= upto_id).order_by(Post.id))]
+
+
+def posts_answered(s: Session, wake_id: int) -> list[tuple[int, int, str, dt.datetime]]:
+    """The people's posts the wake answers (those that called it): (id, sender, text, time)."""
+    return [tuple(r) for r in s.execute(
+        sa.select(Post.id, Post.sender_id, Post.text, Post.created_at)
+        .join(WakeAnswer, WakeAnswer.post_id == Post.id)
+        .where(WakeAnswer.wake_id == wake_id, Post.kind == "post").order_by(Post.id))]
 
 
 def previous_seen(s: Session, agent_id: int, mood: int, before_wake: int) -> int:

@@ -529,3 +529,23 @@ def test_an_invitation_for_an_agreement_cancelled_or_replaced_before_it_went_is_
     assert [to for to, _ in smtp.received] == [["erin@example.org"]]
     states = [state for _, state, _ in _mail_rows(c.db_url)]
     assert states == ["withdrawn", "withdrawn", "sent"]
+
+
+def test_a_turn_answering_someone_else_cannot_count_a_check_in_from_the_catch_up(cli, tmp_path):
+    reply = tmp_path / "reply.txt"
+    c = room(cli, tmp_path, reply)
+    setup(c)
+    c("set", "listening", "mentions")
+    c("person", "add", "bob", "--trust", "look")
+    c("post", "lobby", "--as", "ada", "I'm fine with pizza tonight", "--at", at(5, 19))
+    reply.write_text("She said so.\n```checkin\nfor: ada\nquote: I'm fine\n```")
+    c("post", "lobby", "--as", "bob", "@bot has ada checked in?", "--at", at(5, 20))
+    c("tick", "--now", at(5, 20), "--wait")
+    (w,) = wakes(c, "mention")
+    assert "I'm fine with pizza" in c("wakes", "show", str(w["id"])).out  # shown, not answered
+    assert any("checkin block was refused" in p and "matches no post by ada" in p
+               for p in posts(c))
+    assert status(c, at(5, 20, 1))["answered_until"] is None
+    # Her own post that the turn answers still counts.
+    say(c, reply, at(5, 20, 10), "@bot I'm fine, really", "Good.\n```checkin\nquote: I'm fine\n```")
+    assert f"ada's check-in counted for {MON}; next deadline {TUE}." in posts(c)
