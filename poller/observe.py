@@ -178,6 +178,7 @@ def status(store: Store, now: dt.datetime) -> dict:
         pollers = _pollers(s, now)
         out = _away(s, now)
         scheduled = _scheduled(s)
+        undelivered = _undelivered(s)
     agents = []
     for agent_id, handle in o.agents.items():
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
@@ -208,7 +209,8 @@ def status(store: Store, now: dt.datetime) -> dict:
                           for w in o.in_flight],
             "next_due": [{"agent": d.agent, "mood": d.mood, "due_at": iso(d.due_at)}
                          for d in o.due],
-            "quarantined": aside, "scheduled": scheduled, **pollers}
+            "quarantined": aside, "scheduled": scheduled, "undelivered": undelivered,
+            **pollers}
 
 
 def _scheduled(s) -> list[dict]:
@@ -221,6 +223,19 @@ def _scheduled(s) -> list[dict]:
     places = schedules.slugs(s, {r[2] for r in found})
     return [{"what": what, "agent": names[a], "mood": places[m], "at": iso(at),
              "local": timing.shown(at, tz)} for what, a, m, at, tz in found]
+
+
+def _undelivered(s) -> list[dict]:
+    """What will not go out unless an operator acts: mail that failed (or may have been
+    sent), bridge items that failed; the newest, with why."""
+    from poller.store import outbox, schedules
+
+    mail = [{"what": "mail", "id": m.id, "to": m.recipient, "event": m.purpose,
+             "status": m.state, "error": m.error} for m in schedules.mail_given_up(s)]
+    items = [{"what": i.bridge, "id": i.id, "to": i.target, "event": i.event,
+              "status": i.status, "error": i.last_error}
+             for i in outbox.listed(s, failed=True, limit=20)]
+    return mail + items
 
 
 STALE_INTERVALS = 3  # a poller that has not cycled for this many intervals is not counted

@@ -323,6 +323,10 @@ def status(app: App, as_json: bool) -> None:
     common.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
     for d in st["scheduled"]:
         common.echo(f"scheduled: {d['what']} {d['agent']}@{d['mood']} {d['local']}")
+    for u in st["undelivered"]:
+        item = "mail" if u["what"] == "mail" else f"outbox item ({u['what']})"
+        common.echo(f"undelivered: {item} {u['id']} to {u['to']} {u['status']} ({u['event']}): "
+                    f"{u['error']}")
     for p in st["pollers"]:
         common.echo(f"poller {p['holder']} serves {p['serves']} (last cycle {p['at']})")
     for slug, holders in st["served_by"].items():

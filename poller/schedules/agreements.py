@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
 import secrets
 from email.utils import make_msgid
 from typing import Optional
 
-from poller.schedules import alarms, checkins, timing
+from poller.schedules import alarms, checkins, mail, timing
 from poller import errors, text
 from poller.kinds import AgreementStatus, ContactState, WakeKind
 from poller.store import schedules
 
-EMAIL_RE = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+")
 MAIL_DOMAIN = "mood-poller.invalid"
 CONTACT_FOOTER = (
     "\n\n-- \nThis message was written by an AI agent under a check-in agreement the "
@@ -38,13 +36,6 @@ CONTACT_FOOTER = (
 
 def digest(code: str) -> str:
     return hashlib.sha256(code.strip().encode()).hexdigest()
-
-
-def check_email(value: str) -> str:
-    value = value.strip()
-    if not EMAIL_RE.fullmatch(value) or len(value) > 254:
-        raise errors.UserError(f"--contact-email {value!r} is not an e-mail address")
-    return value
 
 
 def terms(g) -> checkins.Terms:
@@ -72,10 +63,8 @@ def setup(store, *, person: str, agent: str, mood: str, kind: str, when: str, tz
     spec = checkins.make_spec(kind, when, tz)
     checkins.check_minutes(grace, "--grace-minutes", checkins.GRACE_RANGE)
     checkins.check_minutes(cutoff, "--lateness-cutoff-minutes", checkins.CUTOFF_RANGE)
-    email = check_email(contact_email) if contact_email else None
-    if kind == "once" and spec.next(now) is None:
-        raise errors.UserError(f"{timing.shown(spec.latest(now), tz)} has passed: a once "
-                               "agreement needs a deadline ahead")
+    email = mail.address(contact_email) if contact_email else None
+    timing.first_firing(spec, now, "a once agreement needs a deadline ahead", inclusive=False)
     with store.writing() as s:
         ids = (schedules.participant_id(s, person, "person"), schedules.participant_id(s, agent, "agent"),
                schedules.mood_id(s, mood))
@@ -285,7 +274,7 @@ def checkin(s, w, block, notes: list[str], now: dt.datetime) -> str:
         return f"{who}'s agreement is paused: no check-in counts until it is resumed"
     post = _quoted(s, w, g, block.quote)
     if post is None:
-        return (f"the quote matches no post by {who} shown in this wake: only {who}'s own "
+        return (f"the quote matches no post by {who} this turn answers: only {who}'s own "
                 "words count as a check-in")
     said = apply_answer(s, g, checkins.ordinary(terms(g), post[2]), now)
     nxt = timing.shown(terms(g).when.next(terms(g).floor), g.tz) if g.status == "active" else ""
@@ -296,10 +285,19 @@ def checkin(s, w, block, notes: list[str], now: dt.datetime) -> str:
 
 
 def _quoted(s, w, g, quote: str):
-    """The person's post shown in this wake whose words the quote gives, or None."""
+    """The person's post this turn answers whose words the quote gives, or None.
+
+    A turn that posts called (a mention) answers those posts only: another person's
+    words in its catch-up are not theirs to give, whatever the reply quotes.  A turn
+    no post called (a consider, a follow-up) answers what is new in it."""
     want = " ".join(quote.split()).casefold()
-    after = schedules.previous_seen(s, w.agent_id, w.mood_id, w.id)
-    for post in reversed(schedules.posts_shown(s, w.mood_id, g.person_id, after, w.seen_id)):
+    answered = schedules.posts_answered(s, w.id)
+    if answered:
+        theirs = [(i, body, t) for i, sender, body, t in answered if sender == g.person_id]
+    else:
+        after = schedules.previous_seen(s, w.agent_id, w.mood_id, w.id)
+        theirs = schedules.posts_shown(s, w.mood_id, g.person_id, after, w.seen_id)
+    for post in reversed(theirs):
         if want in " ".join(post[1].split()).casefold():
             return post
     return None

@@ -61,10 +61,7 @@ def add(s, *, agent_id: int, mood_id: int, kind: str, when: str, tz: str, note: 
     """Add an alarm in session *s*; the row and the DST warnings for the coming year."""
     spec = timing.Spec.make(kind, when, tz)
     checkins.check_minutes(cutoff, "--lateness-cutoff-minutes", checkins.CUTOFF_RANGE)
-    first = spec.next(now, inclusive=True)
-    if first is None:
-        raise errors.UserError(f"{timing.shown(timing.on_clock(timing.parse_at(when), spec.zone), tz)}"
-                               " has passed: an alarm must be in the future")
+    first = timing.first_firing(spec, now, "an alarm must be in the future")
     row = schedules.add_alarm(s, agent_id=agent_id, mood_id=mood_id, kind=spec.kind, spec=spec.text,
                          tz=spec.tz, note=check_note(note), set_by=set_by,
                          lateness_cutoff_minutes=cutoff, created_at=now, next_at=first)

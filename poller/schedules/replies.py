@@ -12,6 +12,7 @@ to the registry of :mod:`poller.turns.blocks`.
 from __future__ import annotations
 
 import datetime as dt
+import unicodedata
 from dataclasses import dataclass
 from typing import Optional
 
@@ -88,7 +89,17 @@ def contact_block(body: list[str]) -> ContactBlock:
                       "(or decline: and why)")
     if len(subject) > MAX_SUBJECT_CHARS:
         raise blocks.Refuse(f"subject: is {len(subject)} characters; the limit is {MAX_SUBJECT_CHARS}")
+    if not one_line(subject):
+        raise blocks.Refuse("subject: holds a line break or a control character; it must be "
+                            "one line of text")
     return ContactBlock(subject, message)
+
+
+def one_line(value: str) -> bool:
+    """No line break of any kind (what ``str.splitlines`` and mail headers break at:
+    U+2028 as much as LF) and no control character."""
+    return len(value.splitlines()) <= 1 and not any(
+        unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") for c in value)
 
 
 def noting(verb):

@@ -28,6 +28,7 @@ from poller import errors
 
 UTC = dt.timezone.utc
 MAX_COUNTED = 100_000  # firings counted in one late wake, at most
+_EPOCH = dt.datetime(2000, 1, 1, tzinfo=UTC)  # a cron that never fires from here never does
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _AT_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})")
 _HHMM_RE = re.compile(r"(\d{1,2}):(\d{2})")
@@ -108,7 +109,7 @@ class Spec:
         zone(tz)
         if kind == "at":
             w = parse_at(text)
-            return cls(kind, w.strftime("%Y-%m-%d %H:%M"), tz)
+            return cls(kind, f"{w.year:04d}-{w:%m-%d %H:%M}", tz)
         if kind == "daily":
             h, m = parse_hhmm(text)
             return cls(kind, f"{h:02d}:{m:02d}", tz)
@@ -136,19 +137,28 @@ class Spec:
             return
         it = _cron(self.cron, wall)
         while True:
-            yield it.get_next(dt.datetime)
+            try:
+                nxt = it.get_next(dt.datetime)
+            except (ValueError, OverflowError):
+                # No date matches (the 31st of February), or the next one lies past the
+                # year 9999: either way there are no more.
+                return
+            yield nxt
 
     def after(self, t: dt.datetime, inclusive: bool = False) -> Iterator[dt.datetime]:
         """UTC instants after *t* (or at it, *inclusive*), in order."""
         tz = self.zone
-        # Three hours back in wall time covers any offset change and the moved gap times.
-        start = t.astimezone(tz).replace(tzinfo=None) - dt.timedelta(hours=3)
-        last = None
-        for wall in self.walls_after(start):
-            inst = on_clock(wall, tz)
-            if (inst > t or (inclusive and inst == t)) and inst != last:
-                last = inst
-                yield inst
+        try:
+            # Three hours back in wall time covers any offset change and the moved gap times.
+            start = t.astimezone(tz).replace(tzinfo=None) - dt.timedelta(hours=3)
+            last = None
+            for wall in self.walls_after(start):
+                inst = on_clock(wall, tz)
+                if (inst > t or (inclusive and inst == t)) and inst != last:
+                    last = inst
+                    yield inst
+        except OverflowError:
+            return  # past the last instant the clock can hold: nothing more fires
 
     def next(self, t: dt.datetime, inclusive: bool = False) -> Optional[dt.datetime]:
         return next(self.after(t, inclusive), None)
@@ -185,6 +195,27 @@ class Spec:
 
     def label(self) -> str:
         return f"{self.kind} {self.text} {self.tz}"
+
+
+def first_firing(spec: Spec, now: dt.datetime, passed: str,
+                 inclusive: bool = True) -> dt.datetime:
+    """When *spec* first fires at (*inclusive*) or after *now*; or UserError, in one line,
+    when it never will: a cron expression no date matches, a time outside the range the
+    clock can hold, or (saying *passed*) a time that has passed.  The one check every
+    alarm (a command, the API, a reply's block) and every once agreement goes through."""
+    first = spec.next(now, inclusive)
+    if first is not None:
+        return first
+    if spec.kind == "cron" and Spec("cron", spec.text, "UTC").next(_EPOCH) is None:
+        raise errors.UserError(f"cron {spec.text} never fires (no date matches it)")
+    try:
+        at = on_clock(parse_at(spec.text), spec.zone) if spec.kind == "at" else None
+    except OverflowError:
+        at = None
+    if at is not None and at <= now:
+        raise errors.UserError(f"{shown(at, spec.tz)} has passed: {passed}")
+    raise errors.UserError(f"{spec.label()} never fires (it lies outside the times the clock "
+                           f"can hold, up to {dt.datetime.max:%Y-%m-%d %H:%M} UTC)")
 
 
 def shown(t: Optional[dt.datetime], tz: str) -> str:

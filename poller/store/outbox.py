@@ -179,11 +179,16 @@ def mark_tried(store, item_id: int, error: str, now: dt.datetime,
 def items(store, failed: bool = False, limit: int = 100) -> list[Item]:
     """The newest *limit* items (only the failed ones with *failed*), oldest first."""
     with store.reading() as s:
-        q = sa.select(OutboxItem, Mood.slug).join(Mood, Mood.id == OutboxItem.mood_id)
-        if failed:
-            q = q.where(OutboxItem.status == OutboxStatus.FAILED)
-        rows = s.execute(q.order_by(OutboxItem.id.desc()).limit(limit)).all()
-        return [Item.from_row(r, slug) for r, slug in reversed(rows)]
+        return listed(s, failed, limit)
+
+
+def listed(s: Session, failed: bool = False, limit: int = 100) -> list[Item]:
+    """:func:`items`, in the caller's session."""
+    q = sa.select(OutboxItem, Mood.slug).join(Mood, Mood.id == OutboxItem.mood_id)
+    if failed:
+        q = q.where(OutboxItem.status == OutboxStatus.FAILED)
+    rows = s.execute(q.order_by(OutboxItem.id.desc()).limit(limit)).all()
+    return [Item.from_row(r, slug) for r, slug in reversed(rows)]
 
 
 def retry(store, item_id: int, now: dt.datetime) -> Item:

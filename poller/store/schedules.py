@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from poller import errors
 from poller.kinds import IN_FLIGHT, LIVE_AGREEMENTS, AgreementStatus, ContactState
 from poller.models import (Agent, Alarm, CheckinAgreement, CheckinNotice, CheckinStreak, Listener,
-                           MailOut, Mood, Participant, Post, Wake)
+                           MailOut, Mood, Participant, Post, Wake, WakeAnswer)
 from poller.store import cycle
 
 
@@ -229,6 +229,14 @@ def posts_shown(s: Session, mood: int, person_id: int, after_id: int,
         Post.id > after_id, Post.id <= upto_id).order_by(Post.id))]
 
 
+def posts_answered(s: Session, wake_id: int) -> list[tuple[int, int, str, dt.datetime]]:
+    """The people's posts the wake answers (those that called it): (id, sender, text, time)."""
+    return [tuple(r) for r in s.execute(
+        sa.select(Post.id, Post.sender_id, Post.text, Post.created_at)
+        .join(WakeAnswer, WakeAnswer.post_id == Post.id)
+        .where(WakeAnswer.wake_id == wake_id, Post.kind == "post").order_by(Post.id))]
+
+
 def previous_seen(s: Session, agent_id: int, mood: int, before_wake: int) -> int:
     """The newest post the agent's wake before *before_wake* here showed (0: none)."""
     return s.scalar(sa.select(Wake.seen_id).where(Wake.agent_id == agent_id, Wake.mood_id == mood,
@@ -413,6 +421,12 @@ def release_mail_claims(s: Session, before: dt.datetime) -> None:
 
 def mail(s: Session, mail_id: int) -> Optional[MailOut]:
     return s.get(MailOut, mail_id)
+
+
+def mail_given_up(s: Session, limit: int = 20) -> list[MailOut]:
+    """The newest mail that will not be sent (again): failed, or uncertain whether it was."""
+    return list(s.scalars(sa.select(MailOut).where(MailOut.state.in_(("failed", "uncertain")))
+                          .order_by(MailOut.id.desc()).limit(limit)))
 
 
 def upcoming(s: Session, limit: int = 10) -> list[tuple[str, int, int, dt.datetime, str]]:

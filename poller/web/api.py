@@ -205,7 +205,9 @@ SCRAM = {"type": ["object", "null"], "properties": {"by": {"type": ["string", "n
 STATUS = schema_out(scram=SCRAM, agents=schema_many({"type": "object"}), in_flight=schema_many({"type": "object"}),
               next_due=schema_many({"type": "object"}), quarantined=schema_many({"type": "object"}),
               scheduled=schema_many(schema_out(what={"enum": ["alarm", "checkin"]}, agent=S, mood=S,
-                                   at=TIME, local=S)))
+                                   at=TIME, local=S)),
+              undelivered=schema_many(schema_out(what=S, id=INT, to=S, event=S, status=S,
+                                                 error=S)))
 WHY = schema_out(mood=S, agent=S, scram=SCRAM, hold={"type": ["object", "null"]}, owed=INT,
            in_flight=MAYBE_INT, decisions={"type": "object"}, timers={"type": "object"},
            quarantined=schema_many({"type": "object"}), first_cycle_run=BOOL,

@@ -144,6 +144,36 @@ def test_bad_alarms_get_one_line_and_nothing_is_written(cli, tmp_path):
     assert "no alarm 7" in c.fails("alarm", "remove", "7").err
 
 
+NEVER = [("--cron", "0 0 31 2 *", "UTC", "cron 0 0 31 2 * never fires"),
+         ("--cron", "0 0 30 2 *", "UTC", "cron 0 0 30 2 * never fires"),
+         ("--cron", "30 2", "UTC", "not a five-field cron expression"),
+         ("--at", "9999-12-31 23:59", "Etc/GMT+12", "at 9999-12-31 23:59 Etc/GMT+12 never fires")]
+
+
+def test_an_alarm_that_can_never_fire_gets_one_line_and_nothing_is_written(cli, tmp_path):
+    c = room(cli, tmp_path)
+    base = ["alarm", "add", "--agent", "bot", "--mood", "lobby", "--now", berlin(2026, 10, 19, 8)]
+    for flag, when, tz, message in NEVER:
+        err = c.fails(*base, flag, when, "--tz", tz).err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+    assert alarm_list(c) == []
+
+
+def test_a_reply_whose_alarm_can_never_fire_is_posted_and_the_block_refused(cli, tmp_path):
+    reply = tmp_path / "reply.txt"
+    c = room(cli, tmp_path, "file", str(reply))
+    for i, (when, tz, message) in enumerate([("cron: 0 0 31 2 *", "UTC", "cron 0 0 31 2 * never fires"),
+                                            ("at: 9999-12-31 23:59", "Etc/GMT+12", "never fires")]):
+        reply.write_text(f"Noted, answer {i}.\n```alarm\n{when}\ntz: {tz}\n```\n")
+        c("post", "lobby", "--as", "ada", f"@bot remind me {i}", "--at", berlin(2026, 10, 19, 8, 1 + 2 * i))
+        assert c("tick", "--now", berlin(2026, 10, 19, 8, 2 + 2 * i), "--wait").code == 0
+        posts = [p["text"] for p in json.loads(c("posts", "lobby", "--json").out)]
+        assert f"Noted, answer {i}." in posts
+        assert any("alarm block was refused" in p and message in p for p in posts), posts
+    assert alarm_list(c) == []
+    assert [w["status"] for w in wakes(c, "mention")] == ["replied", "replied"]
+
+
 def test_a_removed_alarm_fires_no_more(cli, tmp_path):
     c = room(cli, tmp_path)
     c("alarm", "add", "--agent", "bot", "--mood", "lobby", "--daily", "09:00", "--tz", "UTC",

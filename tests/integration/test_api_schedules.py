@@ -39,6 +39,16 @@ def test_operators_add_list_and_remove_alarms_others_may_not(served):
     assert op.delete(f"/api/v1/alarms/{made['id']}").status_code == 404
 
 
+def test_an_alarm_that_can_never_fire_is_a_400_and_nothing_is_written(served):
+    op = served.client(served.person("olga", operator=True))
+    base = {"agent": "bot", "mood": "lobby"}
+    for when, message in [({"cron": "0 0 31 2 *", "tz": "UTC"}, "cron 0 0 31 2 * never fires"),
+                          ({"at": "9999-12-31 23:59", "tz": "Etc/GMT+12"}, "never fires")]:
+        r = op.post("/api/v1/alarms", json=base | when)
+        assert r.status_code == 400 and message in r.json()["detail"], r.text
+    assert op.get("/api/v1/alarms").json() == []
+
+
 def test_a_person_checks_in_for_a_named_deadline_and_a_contact_accepts_once(served):
     ada = served.client(served.person("ada"))
     served.cli("checkin", "setup", "--person", "ada", "--agent", "bot", "--mood", "lobby",

@@ -270,6 +270,8 @@ def test_bad_agreements_get_one_line_and_nothing_is_written(cli, tmp_path):
     assert "not an e-mail address" in c.fails(*base, "--daily", "21:00", "--tz", "UTC",
                                               "--contact-email", "carol").err
     assert "has passed" in c.fails(*base, "--once", "2026-10-01 18:00", "--tz", "UTC").err
+    never = c.fails(*base, "--once", "9999-12-31 23:59", "--tz", "Etc/GMT+12").err
+    assert "never fires" in never and len(never.strip().splitlines()) == 1
     assert "time zone" in c.fails(*base, "--daily", "21:00", "--tz", "local").err
     assert "no check-in agreement" in c.fails("checkin", "status", "--person", "ada").err
 
@@ -414,3 +416,136 @@ def test_a_contact_message_over_the_limit_is_refused_without_using_up_the_attemp
     assert [m["Subject"] for _, m in smtp.received[1:]] == ["ada"]
     c("tick", "--now", at(5, 22), "--wait")
     assert len(wakes(c, "checkin-contact")) == 2 and len(smtp.received) == 2
+
+
+def _contact_wake_writes(c, reply, smtp, block: str) -> None:
+    """ada misses Monday 21:00; the contact wake's reply is *block*."""
+    consented_and_armed(c, smtp)
+    reply.write_text("@ada you missed your check-in.")
+    c("tick", "--now", at(5, 21), "--wait")
+    reply.write_text(block)
+    c("tick", "--now", at(5, 21, 31), "--wait")
+
+
+def test_a_contact_subject_with_a_line_break_is_refused_and_nothing_is_written(
+        cli, tmp_path, smtp):
+    reply = tmp_path / "reply.txt"
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, reply)
+    _contact_wake_writes(c, reply, smtp, "```contact\nsubject: ada missed\u2028Bcc: "
+                         "mallory@example.org\n---\nHello Carol, this is bot.\n```")
+    assert any("contact block was refused" in p and "subject:" in p and "line break" in p
+               for p in posts(c))
+    assert status(c, at(5, 21, 32))["streak"]["contact"] == "declined"
+    assert c("tick", "--now", at(5, 21, 33), "--wait").code == 0
+    assert [to for to, _ in smtp.received] == [["carol@example.org"]]  # the invitation only
+
+
+def _mail_rows(url: str) -> list[tuple[int, str, str]]:
+    import sqlalchemy as sa
+
+    from poller import models
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(sa.select(
+                models.MailOut.id, models.MailOut.state, models.MailOut.error)
+                .order_by(models.MailOut.id))]
+    finally:
+        engine.dispose()
+
+
+def test_a_mail_that_cannot_be_written_fails_with_its_reason_and_blocks_nothing(
+        any_cli, tmp_path, smtp):
+    import sqlalchemy as sa
+
+    from poller import models
+
+    c = Cli(any_cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, tmp_path / "reply.txt")
+    c("person", "add", "bob", "--trust", "full")
+    setup(c, "--contact-email", "carol@example.org")
+    c("checkin", "setup", "--person", "bob", "--agent", "bot", "--mood", "lobby", "--daily",
+      "21:00", "--tz", "UTC", "--contact-email", "dave@example.org", "--now", at(5, 10))
+    engine = sa.create_engine(c.db_url)
+    with engine.begin() as conn:  # written by an older version, before subjects were checked
+        first = conn.execute(sa.select(sa.func.min(models.MailOut.id))).scalar()
+        conn.execute(sa.update(models.MailOut).where(models.MailOut.id == first)
+                     .values(subject="ada missed\u2028Bcc: mallory@example.org"))
+    engine.dispose()
+    for minute in (1, 2, 3):
+        assert c("tick", "--now", at(5, 10, minute)).code == 0
+    assert [to for to, _ in smtp.received] == [["dave@example.org"]]  # the one behind it went
+    (bad, good) = _mail_rows(c.db_url)
+    assert bad[1] == "failed" and "could not be written as an e-mail" in bad[2]
+    assert good[1] == "sent"
+    assert f"undelivered: mail {bad[0]} to carol@example.org failed (invite): it could not be" \
+        in c("status").out
+
+
+def test_the_contact_address_is_checked_by_a_mail_parser_and_used_as_given(cli, tmp_path, smtp):
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, tmp_path / "reply.txt")
+    base = ["checkin", "setup", "--person", "ada", "--agent", "bot", "--mood", "lobby",
+            "--daily", "21:00", "--tz", "UTC", "--now", at(5, 10), "--contact-email"]
+    for bad in ('carol@exa"mple.org', "carol@example.org\nbcc@example.org", "carol@localhost",
+                '"carol x"@example.org', "carol@example.org, dave@example.org", "<carol@example.org>"):
+        err = c.fails(*base, bad).err
+        assert "is not an e-mail address" in err and len(err.strip().splitlines()) == 1, err
+    c(*base, "carol+check@example.org")
+    c("tick", "--now", at(5, 10, 1))
+    ((to, msg),) = smtp.received
+    assert to == ["carol+check@example.org"] and msg["To"] == "carol+check@example.org"
+
+
+def test_a_stored_address_the_parser_refuses_is_failed_never_sent_elsewhere(cli, tmp_path, smtp):
+    import sqlalchemy as sa
+
+    from poller import models
+
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, tmp_path / "reply.txt")
+    setup(c, "--contact-email", "carol@example.org")
+    engine = sa.create_engine(c.db_url)
+    with engine.begin() as conn:  # accepted by an older version's looser check
+        conn.execute(sa.update(models.MailOut).values(recipient='carol@exa"mple.org'))
+    engine.dispose()
+    assert c("tick", "--now", at(5, 10, 1)).code == 0
+    assert smtp.received == []
+    ((_, state, error),) = _mail_rows(c.db_url)
+    assert state == "failed" and "not an e-mail address" in error
+
+
+def test_an_invitation_for_an_agreement_cancelled_or_replaced_before_it_went_is_withdrawn(
+        cli, tmp_path, smtp):
+    c = Cli(cli.db_url, smtp.config(tmp_path / "config.toml"))
+    room(c, tmp_path, tmp_path / "reply.txt")
+    setup(c, "--contact-email", "carol@example.org")
+    c("checkin", "cancel", "--person", "ada", "--now", at(5, 10))
+    setup(c, "--contact-email", "dave@example.org")
+    setup(c, "--contact-email", "erin@example.org")  # replaces dave's before it went
+    c("tick", "--now", at(5, 10, 1))
+    assert [to for to, _ in smtp.received] == [["erin@example.org"]]
+    states = [state for _, state, _ in _mail_rows(c.db_url)]
+    assert states == ["withdrawn", "withdrawn", "sent"]
+
+
+def test_a_turn_answering_someone_else_cannot_count_a_check_in_from_the_catch_up(cli, tmp_path):
+    reply = tmp_path / "reply.txt"
+    c = room(cli, tmp_path, reply)
+    setup(c)
+    c("set", "listening", "mentions")
+    c("person", "add", "bob", "--trust", "look")
+    c("post", "lobby", "--as", "ada", "I'm fine with pizza tonight", "--at", at(5, 19))
+    reply.write_text("She said so.\n```checkin\nfor: ada\nquote: I'm fine\n```")
+    c("post", "lobby", "--as", "bob", "@bot has ada checked in?", "--at", at(5, 20))
+    c("tick", "--now", at(5, 20), "--wait")
+    (w,) = wakes(c, "mention")
+    assert "I'm fine with pizza" in c("wakes", "show", str(w["id"])).out  # shown, not answered
+    assert any("checkin block was refused" in p and "matches no post by ada" in p
+               for p in posts(c))
+    assert status(c, at(5, 20, 1))["answered_until"] is None
+    # Her own post that the turn answers still counts.
+    say(c, reply, at(5, 20, 10), "@bot I'm fine, really", "Good.\n```checkin\nquote: I'm fine\n```")
+    assert f"ada's check-in counted for {MON}; next deadline {TUE}." in posts(c)

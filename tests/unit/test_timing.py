@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from poller.schedules import checkins, timing
 from poller import errors
@@ -133,3 +135,56 @@ def test_a_late_catch_up_records_every_missed_deadline_oldest_first():
     got = checkins.missed(t, berlin(6, 21, 1))  # the machine was off Monday night
     assert got == [berlin(5, 21), berlin(6, 21)]
     assert checkins.late(got[0], berlin(6, 21, 1), 120)  # judged by the oldest it answers
+
+
+# -- schedules that can never fire -------------------------------------------------------------
+
+NOW = z(2026, 10, 19, 6)
+
+
+@pytest.mark.parametrize("kind,text,tz,message", [
+    ("cron", "0 0 31 2 *", "UTC", "cron 0 0 31 2 * never fires"),
+    ("cron", "0 0 30 2 *", "Europe/Berlin", "cron 0 0 30 2 * never fires"),
+    ("cron", "0 0 31 4,6,9,11 *", "UTC", "never fires"),
+    ("at", "9999-12-31 23:59", "Etc/GMT+12", "at 9999-12-31 23:59 Etc/GMT+12 never fires"),
+    ("at", "0001-01-01 00:00", "Etc/GMT-12", "never fires"),
+    ("at", "2026-10-18 09:00", "UTC", "2026-10-18 09:00 UTC (Sun, UTC+00:00) has passed"),
+])
+def test_a_schedule_that_can_never_fire_is_refused_in_one_line(kind, text, tz, message):
+    spec = timing.Spec.make(kind, text, tz)
+    with pytest.raises(errors.UserError, match=re.escape(message)) as got:
+        timing.first_firing(spec, NOW, "an alarm must be in the future")
+    assert "\n" not in str(got.value)
+
+
+def test_the_latest_and_rarest_schedules_that_can_fire_do():
+    last = timing.Spec.make("at", "9999-12-31 23:59", "Etc/GMT-12")
+    assert timing.first_firing(last, NOW, "") == dt.datetime(9999, 12, 31, 11, 59, tzinfo=UTC)
+    assert last.next(last.next(NOW)) is None  # and then it is done, quietly
+    leap = timing.Spec.make("cron", "0 0 29 2 *", "UTC")
+    assert timing.first_firing(leap, NOW, "") == z(2028, 2, 29)
+
+
+_FIELD = st.one_of(st.just("*"), st.integers(0, 31).map(str),
+                   st.tuples(st.integers(1, 12), st.integers(1, 12)).map(lambda p: f"{p[0]},{p[1]}"),
+                   st.integers(1, 15).map(lambda n: f"*/{n}"))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(fields=st.tuples(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD),
+       tz=st.sampled_from(["UTC", "Europe/Berlin", "Etc/GMT+12", "Etc/GMT-14", "Pacific/Apia"]),
+       year=st.sampled_from([2026, 2400, 9999]))
+def test_any_cron_either_fires_ahead_or_is_refused_in_one_line(fields, tz, year):
+    try:
+        spec = timing.Spec.make("cron", " ".join(fields), tz)
+    except errors.UserError:
+        return  # not a cron expression: refused as such
+    now = dt.datetime(year, 12, 30, 12, tzinfo=UTC)
+    try:
+        first = timing.first_firing(spec, now, "an alarm must be in the future")
+    except errors.UserError as exc:
+        assert "never fires" in str(exc) and "\n" not in str(exc)
+        return
+    assert first >= now
+    end = dt.datetime.max.replace(tzinfo=UTC)
+    assert all(t > first for t in spec.between(first, first + min(end - first, dt.timedelta(days=3))))
