@@ -213,58 +213,184 @@ class Meaning:
     body: str = ""  # edit: the new text
 
 
-def meaning(cfg: MatrixConfig, event: dict) -> Optional[Meaning]:
-    """What *event* (a client-server event as JSON) means here; None for what we ignore."""
-    etype, sender = event.get("type"), event.get("sender", "")
-    eid, room = event.get("event_id", ""), event.get("room_id", "")
-    content = event.get("content") or {}
+@dataclass(frozen=True)
+class Refused:
+    """An event that cannot be taken in, and why: recorded, then acknowledged, so that
+    one member's malformed event never holds back the room's others."""
+
+    ref: str  # its event id, or (none usable) ``sha256:`` and a digest of the event
+    room: str  # its room id, when it has a usable one
+    reason: str  # the field it got wrong, e.g. "content.m.relates_to is not an object"
+
+
+MAX_ID = 255  # the spec's bound for event, room and user ids
+REF_MAX = 64  # what the store keeps as a refused event's name
+
+
+class _Malformed(Exception):
+    """A field of an event has the wrong shape; the message names the field."""
+
+
+class _Fields:
+    """One JSON object of an event, read field by field: a missing or null field is its
+    default, a field of the wrong type is :class:`_Malformed` naming it."""
+
+    _NAMES = {str: "a string", dict: "an object", list: "a list", bool: "true or false"}
+
+    def __init__(self, data: Any, where: str = "") -> None:
+        if not isinstance(data, dict):
+            raise _Malformed(f"{where.rstrip('.') or 'the event'} is not an object")
+        self.data, self.where = data, where
+
+    def _get(self, key: str, want: type, default: Any) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, want):
+            raise _Malformed(f"{self.where}{key} is not {self._NAMES[want]}")
+        return value
+
+    def text(self, key: str, default: str = "") -> str:
+        return _text(self._get(key, str, default), self.where + key)
+
+    def id(self, key: str) -> str:
+        value = self.text(key)
+        if len(value) > MAX_ID:
+            raise _Malformed(f"{self.where}{key} is longer than {MAX_ID} characters")
+        return value
+
+    def user(self, key: str) -> str:
+        value = self.id(key)
+        if not re.fullmatch(r"@[^:\s]+:\S+", value):
+            raise _Malformed(f"{self.where}{key} is not a Matrix user id")
+        return value
+
+    def obj(self, key: str) -> "_Fields":
+        return _Fields(self._get(key, dict, {}), f"{self.where}{key}.")
+
+    def ids(self, key: str) -> list[str]:
+        values = self._get(key, list, [])
+        if not all(isinstance(v, str) for v in values):
+            raise _Malformed(f"{self.where}{key} holds something that is not a string")
+        return [_text(v, self.where + key) for v in values]
+
+    def flag(self, key: str) -> bool:
+        return self._get(key, bool, False)
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+
+def _text(value: str, where: str) -> str:
+    if "\x00" in value:
+        raise _Malformed(f"{where} holds a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Malformed(f"{where} is not valid Unicode (a lone surrogate)") from None
+    return value
+
+
+def meaning(cfg: MatrixConfig, event: Any) -> Meaning | Refused | None:
+    """What *event* (a client-server event as JSON) means here: a :class:`Meaning`, None
+    for what we ignore, or :class:`Refused` (why it cannot be taken in).  Pure; the one
+    place an event's shape is judged."""
+    try:
+        return _meaning(cfg, _Fields(event))
+    except _Malformed as exc:
+        return Refused(_ref(event), _room_of(event), str(exc))
+
+
+def _meaning(cfg: MatrixConfig, f: _Fields) -> Optional[Meaning]:
+    etype, room = f.text("type"), f.id("room_id")
     if etype == "m.typing":  # an ephemeral event: who is typing in the room now
-        people = [u for u in content.get("user_ids") or [] if isinstance(u, str)
-                  and not ours(cfg, u)]
-        return Meaning("typing", "", room, people[0]) if people else None
+        people = [u for u in f.obj("content").ids("user_ids") if not ours(cfg, u)]
+        return Meaning("typing", "", room, people[0]) if people and room else None
+    if etype not in ("m.room.member", "m.room.redaction", "m.room.message"):
+        return None
+    eid, sender, content = f.id("event_id"), f.user("sender"), f.obj("content")
+    if not eid:
+        raise _Malformed(f"a {etype} needs an event_id")
     if etype == "m.room.member":
-        return _member(cfg, event, eid, room, sender, content)
+        return _member(cfg, f, eid, room, sender, content)
     if ours(cfg, sender):
         return None  # our own messages, echoed back
-    if etype == "m.room.redaction":
-        target = event.get("redacts") or content.get("redacts")
+    if etype == "m.room.redaction":  # `redacts` moved into the content in room version 11
+        target = f.id("redacts") or content.id("redacts")
         return Meaning("redact", eid, room, sender, target=target) if target else None
-    if etype != "m.room.message" or content.get("msgtype") not in ("m.text", "m.emote"):
+    if content.text("msgtype") not in ("m.text", "m.emote"):
         return None  # notices are bots talking: never a wake
-    relates = content.get("m.relates_to") or {}
-    if relates.get("rel_type") == "m.replace":
-        new = content.get("m.new_content") or {}
-        body = new.get("body")
-        if not isinstance(body, str) or not relates.get("event_id"):
+    relates = content.obj("m.relates_to")
+    if relates.text("rel_type") == "m.replace":
+        body, target = content.obj("m.new_content").text("body"), relates.id("event_id")
+        if not body or not target:
             return None
-        return Meaning("edit", eid, room, sender, target=relates["event_id"], body=body)
-    body = content.get("body")
-    if not isinstance(body, str) or not body.strip():
+        return Meaning("edit", eid, room, sender, target=target, body=body)
+    body = content.text("body")
+    if not body.strip():
         return None
-    return Meaning("message", eid, room, sender, _incoming(cfg, event, eid, room, sender, body,
-                                                           content, relates))
+    return Meaning("message", eid, room, sender,
+                   _incoming(cfg, f, eid, room, sender, body, content, relates))
 
 
-def _sent_at(event: dict):
+def _ref(event: Any) -> str:
+    """A refused event's name: its event id when it has a usable one, else a digest."""
+    import hashlib
+    import json
+
+    eid = event.get("event_id") if isinstance(event, dict) else None
+    if isinstance(eid, str) and 0 < len(eid) <= REF_MAX and eid.isprintable():
+        try:
+            return _text(eid, "event_id")
+        except _Malformed:
+            pass
+    raw = json.dumps(event, sort_keys=True, default=repr).encode()
+    return "sha256:" + hashlib.sha256(raw).hexdigest()[:REF_MAX - 7]
+
+
+def _room_of(event: Any) -> str:
+    try:
+        return _Fields(event).id("room_id")
+    except _Malformed:
+        return ""
+
+
+def transaction_events(body: Any) -> list:
+    """The events of an appservice transaction (timeline, then ephemeral); a body of
+    another shape is a :class:`errors.UserError`.  Each event is judged by :func:`meaning`."""
+    if not isinstance(body, dict):
+        raise errors.UserError("a transaction is a JSON object")
+    events = []
+    for key in ("events", "ephemeral", "de.sorunome.msc2409.ephemeral"):
+        part = body.get(key)
+        if part is not None and not isinstance(part, list):
+            raise errors.UserError(f"the transaction's {key} is not a list")
+        if key != "de.sorunome.msc2409.ephemeral" or not body.get("ephemeral"):
+            events += part or []
+    return events
+
+
+def _sent_at(f: _Fields):
     import datetime as dt
 
-    ts = event.get("origin_server_ts")
+    ts = f.data.get("origin_server_ts")
     if not isinstance(ts, int) or isinstance(ts, bool) or not 0 < ts < 2**53:
         return None
     return dt.datetime.fromtimestamp(ts / 1000, dt.timezone.utc)
 
 
-def _incoming(cfg, event, eid, room, sender, body, content, relates) -> Incoming:
+def _incoming(cfg, f: _Fields, eid, room, sender, body, content: _Fields,
+              relates: _Fields) -> Incoming:
     mentions = None
-    if isinstance(content.get("m.mentions"), dict):
-        ids = content["m.mentions"].get("user_ids") or []
-        mentions = tuple(h for h in (agent_of(cfg, u) for u in ids if isinstance(u, str)) if h)
-    thread = relates.get("event_id") if relates.get("rel_type") == "m.thread" else None
-    reply = (relates.get("m.in_reply_to") or {}).get("event_id")
-    if thread and relates.get("is_falling_back"):
+    if content.has("m.mentions"):
+        ids = content.obj("m.mentions").ids("user_ids")
+        mentions = tuple(h for h in (agent_of(cfg, u) for u in ids) if h)
+    thread = relates.id("event_id") if relates.text("rel_type") == "m.thread" else None
+    reply = relates.obj("m.in_reply_to").id("event_id") or None
+    if thread and relates.flag("is_falling_back"):
         reply = None  # a thread's fallback reply is not a reply to anyone
     return Incoming(eid, room, sender, localpart(sender), _strip_fallback(body, reply),
-                    mentions, reply, thread, _sent_at(event))
+                    mentions, reply, thread or None, _sent_at(f))
 
 
 def _strip_fallback(body: str, reply: Optional[str]) -> str:
@@ -278,10 +404,10 @@ def _strip_fallback(body: str, reply: Optional[str]) -> str:
     return rest or body
 
 
-def _member(cfg, event, eid, room, sender, content) -> Optional[Meaning]:
-    membership = content.get("membership")
-    before = ((event.get("unsigned") or {}).get("prev_content") or {}).get("membership")
-    target = event.get("state_key", "")
+def _member(cfg, f: _Fields, eid, room, sender, content: _Fields) -> Optional[Meaning]:
+    membership = content.text("membership")
+    before = f.obj("unsigned").obj("prev_content").text("membership")
+    target = f.user("state_key")
     if membership == "invite" and agent_of(cfg, target):
         return Meaning("invite", eid, room, sender, target=target)
     if membership == "join" and before != "join" and not ours(cfg, target):

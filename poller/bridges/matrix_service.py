@@ -2,9 +2,12 @@
 
 In appservice mode the homeserver PUTs transactions of events to us; each is
 taken in (:func:`take_in`, through :mod:`poller.store.bridges`) before we
-answer 200, and any failure to store it answers 503 so the homeserver sends
-the transaction again: nothing is lost, and a transaction sent twice changes
-nothing (events are keyed by their ids).  Each agent speaks as its own user
+answer 200.  An event that cannot be taken in (malformed, or refused by the
+store's door) is recorded as refused, with why, where ``status`` shows it, and
+the transaction is acknowledged all the same: one member's bad event never
+holds back the room's others.  Only a store that cannot be reached answers 503,
+so the homeserver sends the transaction again: nothing is lost, and a
+transaction sent twice changes nothing (events are keyed by their ids).  Each agent speaks as its own user
 (mautrix's ``IntentAPI`` masquerades with the appservice token), joins every
 linked room, shows a typing notification while one of its turns runs, and
 sends what the outbox holds with ``PUT …/send/m.room.message/{txnId}``, the
@@ -32,27 +35,49 @@ from poller.store import bridges, outbox
 log = logging.getLogger("poller.bridges")
 REFRESH_S = 10.0  # new agents and newly linked rooms are joined within this
 PRESENCE_S = 2.0  # an agent going out or coming back shows in its presence within this
+# A transaction holds up to 50 events and 100 ephemeral ones of up to 64 KiB each:
+# one refused for its size would be sent again forever.
+MAX_TRANSACTION = 16 * 1024 * 1024
 
 
-def take_in(store, cfg: matrix.MatrixConfig, clock: Callable, events: list[dict],
+def take_in(store, cfg: matrix.MatrixConfig, clock: Callable, events: list,
             bot: bool = False) -> list[matrix.Meaning]:
-    """Store what *events* mean; the invitations of our users, to accept.  A message the
-    store refuses (too long, empty) is logged and skipped; a store that cannot be
-    reached raises, so the events are delivered again."""
+    """Store what *events* mean; the invitations of our users, to accept.  An event that
+    cannot be taken in (malformed, refused by the store's door, or one the store chokes
+    on) is recorded as refused and the others go on; only a store that cannot be reached
+    raises, so the events are delivered again."""
     invites = []
     for event in events:
-        m = matrix.meaning(cfg, event) if isinstance(event, dict) else None
-        if m is None:
-            continue
-        if m.kind == "invite":
+        m = matrix.meaning(cfg, event)
+        if isinstance(m, matrix.Refused):
+            _refuse(store, clock, m)
+        elif m is not None and m.kind == "invite":
             invites.append(m)
-            continue
-        try:
-            _take(store, cfg, clock(), m, bot)
-        except errors.UserError as exc:
-            log.warning("matrix event %s not taken in: %s", m.event_id, exc,
-                        extra={"action": "matrix_refused", "event": m.event_id})
+        elif m is not None:
+            try:
+                _take(store, cfg, clock(), m, bot)
+            except unreachable():
+                raise
+            except Exception as exc:
+                if not isinstance(exc, errors.UserError):
+                    log.exception("matrix event %s could not be stored", m.event_id)
+                reason = str(exc) if isinstance(exc, errors.UserError) else delivery.describe(exc)
+                _refuse(store, clock, matrix.Refused(m.event_id[:matrix.REF_MAX], m.room, reason))
     return invites
+
+
+def unreachable() -> tuple[type[Exception], ...]:
+    """What says the store cannot be used now (not that an event is bad): the
+    transaction is answered 503 and sent again."""
+    import sqlalchemy as sa
+
+    return (errors.StoreError, sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+def _refuse(store, clock: Callable, r: matrix.Refused) -> None:
+    if bridges.refuse(store, matrix.NAME, r.ref, r.room, r.reason, clock()):
+        log.warning("matrix event %s refused: %s", r.ref, r.reason,
+                    extra={"action": "matrix_refused", "event": r.ref})
 
 
 def _take(store, cfg: matrix.MatrixConfig, now, m: matrix.Meaning, bot: bool) -> None:
@@ -118,7 +143,8 @@ class MatrixService:
         self.appservice = Service(server=cfg.homeserver, domain=cfg.server_name,
                                   as_token=cfg.as_token, hs_token=cfg.hs_token,
                                   bot_localpart=cfg.bot_localpart, id=cfg.id,
-                                  state_store=_memory_state(), log="poller.bridges.mautrix")
+                                  state_store=_memory_state(), log="poller.bridges.mautrix",
+                                  aiohttp_params={"client_max_size": MAX_TRANSACTION})
         router = self.appservice.app.router
         for prefix in ("/_matrix/app/v1", ""):
             router.add_put(prefix + "/transactions/{txn}", self._transaction)
@@ -141,11 +167,11 @@ class MatrixService:
             return web.json_response({"errcode": "M_FORBIDDEN", "error": "bad hs_token"},
                                      status=403)
         try:
-            body = await request.json()
-            events = (body.get("events") or []) + (body.get("ephemeral") or body.get(
-                "de.sorunome.msc2409.ephemeral") or [])
-        except (ValueError, AttributeError):
-            return web.json_response({"errcode": "M_BAD_JSON", "error": "not JSON"}, status=400)
+            events = matrix.transaction_events(await request.json())
+        except (ValueError, RecursionError):
+            return web.json_response({"errcode": "M_NOT_JSON", "error": "not JSON"}, status=400)
+        except errors.UserError as exc:
+            return web.json_response({"errcode": "M_BAD_JSON", "error": str(exc)}, status=400)
         try:
             invites = await asyncio.to_thread(take_in, self.store, self.cfg, self.clock, events)
         except Exception as exc:  # not stored: have the homeserver send it again

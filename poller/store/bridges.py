@@ -246,6 +246,19 @@ def join(store: Store, bridge: str, external_id: str, room: str, user: str, hint
     return once(store, bridge, external_id, take)
 
 
+def refuse(store: Store, bridge: str, ref: str, room: str, reason: str,
+           now: dt.datetime) -> bool:
+    """An event that cannot be taken in is set aside with why (``status`` shows it, and
+    ``why`` in its Mood), so its delivery can be acknowledged; the same event again only
+    counts.  True the first time."""
+    from poller.store import cycle
+
+    with store.writing() as s:
+        link = _room(s, bridge, room) if room else None
+        return cycle.quarantine(s, f"{bridge}-event", ref, reason, now,
+                                mood_id=link.local_id if link else None)
+
+
 def typing(store: Store, bridge: str, room: str, now: dt.datetime) -> bool:
     """Someone is typing in a linked room: the Mood's considers wait (as for
     ``mood-poller typing``).  False if the room is not linked."""

@@ -262,6 +262,53 @@ def test_replies_due_while_the_homeserver_is_down_wait_and_arrive_in_order_once(
     assert len(said) == 3
 
 
+POISON = [  # what any member of a room can send: Synapse takes each, the bridge must not choke
+    {"msgtype": "m.text", "body": "x", "m.relates_to": "just a string"},
+    {"msgtype": "m.text", "body": "x", "m.relates_to": {"m.in_reply_to": "s"}},
+    {"msgtype": "m.text", "body": "* x", "m.new_content": "s",
+     "m.relates_to": {"rel_type": "m.replace", "event_id": "$x"}},
+]  # (Synapse itself refuses a malformed m.mentions)
+
+
+def put_transaction(b: Bridged, events: list[dict]) -> httpx.Response:
+    return httpx.put(f"http://127.0.0.1:{b.home.as_port}/_matrix/app/v1/transactions/t-"
+                     f"{secrets.token_hex(4)}", json={"events": events},
+                     headers={"Authorization": f"Bearer {HS_TOKEN}"}, timeout=30)
+
+
+def test_a_poison_event_is_refused_and_a_mention_behind_it_is_still_answered(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    bridged.start_poller()
+    stranger = bridged.home.hs.register()  # any member of the room, trusted or not
+    stranger.join(bridged.room)
+    first = stranger.send(bridged.room, {"msgtype": "m.text", "body": "hello"})
+    bad = [stranger.send(bridged.room, json.loads(json.dumps(content).replace("$x", first)))
+           for content in POISON]
+    bridged.mention("helper", "helper: still with us?")
+    wait_for(lambda: seen_in_a_wake(bridged, "still with us?"),
+             what="the mention behind them in a wake")
+    status = json.loads(bridged.cli("status", "--json").out)
+    refused = {q["ref"]: q for q in status["quarantined"] if q["kind"] == "matrix-event"}
+    assert set(bad) <= set(refused)
+    assert refused[bad[0]]["error"] == "content.m.relates_to is not an object"
+    assert refused[bad[0]]["mood"] == "lobby" and refused[bad[0]]["count"] == 1
+    # The same poison again, in one transaction with a good mention: acknowledged, and
+    # the mention goes in.
+    poison = bridged.person.call("GET", f"/rooms/{bridged.room}/event/{bad[0]}")
+    good = dict(poison, event_id="$after-" + secrets.token_hex(4), sender=bridged.person.user_id,
+                content={"msgtype": "m.text", "body": "helper: and in one go?",
+                         "m.mentions": {"user_ids": [bridged.agent_id("helper")]}})
+    r = put_transaction(bridged, [poison, good])
+    assert r.status_code == 200, r.text
+    wait_for(lambda: seen_in_a_wake(bridged, "and in one go?"), what="the second mention")
+    assert "Traceback" not in (bridged.tmp / "bridge.log").read_text()
+
+
+def seen_in_a_wake(b: Bridged, words: str) -> bool:
+    return any(words in w["text"] for w in wakes_seen(b.tmp))
+
+
 def test_a_sender_with_no_trust_wakes_nobody_and_why_says_so(bridged):
     bridged.setup()
     bridged.start_bridge()

@@ -214,3 +214,38 @@ def test_a_silence_shows_nothing_in_the_chat_and_notes_are_notices(store, tmp_pa
     assert got == [("matrix", "notice"), ("matrix", "silent"), ("webhook", "notice"),
                    ("webhook", "silent")]
     assert made["secret"] not in store.cli("mood", "webhook", "list").out
+
+
+# -- Events that cannot be taken in -------------------------------------------------------
+
+POISON = [
+    {"msgtype": "m.text", "body": "x", "m.relates_to": "just a string"},
+    {"msgtype": "m.text", "body": "x", "m.relates_to": {"m.in_reply_to": "s"}},
+    {"msgtype": "m.text", "body": "* x", "m.new_content": "s",
+     "m.relates_to": {"rel_type": "m.replace", "event_id": "$1"}},
+    {"msgtype": "m.text", "body": "x", "m.mentions": {"user_ids": 5}},
+    {"msgtype": "m.text", "body": "a\x00b", "m.mentions": {}},  # PostgreSQL takes no NUL
+    {"msgtype": "m.text", "body": "x" * 70_000},  # longer than a post may be
+]
+
+
+@pytest.mark.parametrize("n", range(len(POISON)))
+def test_a_poison_event_is_recorded_as_refused_and_the_rest_of_its_batch_goes_in(store, n):
+    from poller import observe
+    from poller.bridges import matrix, matrix_service
+    from support.bridges import event
+
+    cfg = matrix.MatrixConfig(homeserver="http://127.0.0.1:1", server_name="hs.example",
+                              as_token="a", hs_token="h")
+    good = event({"msgtype": "m.text", "body": "helper: still there?",
+                  "m.mentions": {"user_ids": ["@mood_helper:hs.example"]}}, event_id="$good")
+    batch = [event(POISON[n], event_id="$bad"), {"type": 5}, good]
+    matrix_service.take_in(store, cfg, lambda: T0, batch)
+    matrix_service.take_in(store, cfg, lambda: T0, batch)  # the homeserver sent it again
+    assert [p.text for p in store.posts("lobby")] == ["helper: still there?"]
+    aside = observe.status(store, T0)["quarantined"]
+    assert sorted((q["kind"], q["mood"] or "", q["count"]) for q in aside) == [
+        ("matrix-event", "", 2), ("matrix-event", "lobby", 2)]
+    bad = [q for q in aside if q["ref"] == "$bad"][0]
+    assert bad["error"] and "Traceback" not in bad["error"]
+    assert "$bad" in store.cli("status").out

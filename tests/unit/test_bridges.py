@@ -123,3 +123,60 @@ def test_the_main_config_may_carry_the_bridge_section(tmp_path, sqlite_url, monk
     assert "as_token: as-secret-token" in reg.read_text()
 
 
+
+
+# -- Events that cannot be taken in -------------------------------------------------------
+
+POISON = {  # what a room member can send, Synapse accepts, and the bridge must refuse
+    "relates_to a string": ({"msgtype": "m.text", "body": "x", "m.relates_to": "just a string"},
+                            "content.m.relates_to is not an object"),
+    "in_reply_to a string": ({"msgtype": "m.text", "body": "x",
+                              "m.relates_to": {"m.in_reply_to": "s"}},
+                             "content.m.relates_to.m.in_reply_to is not an object"),
+    "new_content a string": ({"msgtype": "m.text", "body": "* x", "m.new_content": "s",
+                              "m.relates_to": {"rel_type": "m.replace", "event_id": "$old"}},
+                             "content.m.new_content is not an object"),
+    "user_ids a number": ({"msgtype": "m.text", "body": "x", "m.mentions": {"user_ids": 5}},
+                          "content.m.mentions.user_ids is not a list"),
+    "reply event_id an object": ({"msgtype": "m.text", "body": "x",
+                                  "m.relates_to": {"m.in_reply_to": {"event_id": {"a": 1}}}},
+                                 "content.m.relates_to.m.in_reply_to.event_id is not a string"),
+    "body with NUL": ({"msgtype": "m.text", "body": "a\x00b"}, "content.body holds a NUL character"),
+}
+
+
+@pytest.mark.parametrize("content, why", POISON.values(), ids=POISON.keys())
+def test_a_malformed_message_is_refused_with_the_field_it_got_wrong(content, why):
+    got = matrix.meaning(CFG, event(content, event_id="$bad"))
+    assert got == matrix.Refused("$bad", "!room:hs.example", why)
+
+
+def test_malformed_ids_and_shapes_are_refused_not_raised():
+    redact = matrix.meaning(CFG, event({}, etype="m.room.redaction", redacts={"x": 1}))
+    assert isinstance(redact, matrix.Refused) and redact.reason == "redacts is not a string"
+    odd_id = matrix.meaning(CFG, event({"msgtype": "m.text", "body": "x"}, event_id={"x": 1}))
+    assert odd_id.reason == "event_id is not a string" and odd_id.ref.startswith("sha256:")
+    assert matrix.meaning(CFG, event({"msgtype": "m.text", "body": "x"}, event_id=None)
+                          ).reason == "a m.room.message needs an event_id"
+    typing = matrix.meaning(CFG, {"type": "m.typing", "room_id": "!r:hs", "content": {
+        "user_ids": 5}})
+    assert typing.reason == "content.user_ids is not a list"
+    assert matrix.meaning(CFG, ["not", "an", "event"]).reason == "the event is not an object"
+    assert matrix.meaning(CFG, event("text")).reason == "content is not an object"
+    assert matrix.meaning(CFG, event({"msgtype": "m.text", "body": "x"}, sender="ada")
+                          ).reason == "sender is not a Matrix user id"
+    long_id = "$" + "x" * 300
+    too_long = matrix.meaning(CFG, event({"msgtype": "m.text", "body": "x"}, event_id=long_id))
+    assert too_long.reason == "event_id is longer than 255 characters"
+    assert len(too_long.ref) <= 64
+    # What we ignore stays ignored, whatever its shape.
+    assert matrix.meaning(CFG, event("anything", etype="m.room.topic")) is None
+    assert matrix.meaning(CFG, {"type": "m.receipt", "content": 5}) is None
+
+
+def test_a_transaction_body_of_the_wrong_shape_is_a_user_error():
+    assert matrix.transaction_events({"events": [{"a": 1}], "ephemeral": [2]}) == [{"a": 1}, 2]
+    assert matrix.transaction_events({"de.sorunome.msc2409.ephemeral": [3]}) == [3]
+    for body in ([], {"events": "x"}, {"events": {}}, {"ephemeral": 5}, "x", None):
+        with pytest.raises(errors.UserError):
+            matrix.transaction_events(body)
