@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import sqlalchemy.exc
 
-from poller.turns import runner, wakers
+from types import SimpleNamespace
+
+from poller.turns import kept, runner, wakers
+
+STORE = SimpleNamespace(engine=SimpleNamespace(url="sqlite:////nowhere/moods.db"))
 
 
 def test_settle_retries_a_lost_race_then_records(monkeypatch):
@@ -18,8 +22,21 @@ def test_settle_retries_a_lost_race_then_records(monkeypatch):
 
     monkeypatch.setattr(runner.settling, "settle_outcome", flaky)
     monkeypatch.setattr(runner.time, "sleep", lambda s: None)
-    assert runner.settle_with_retries(None, 1, wakers.TurnResult("replied", "hi"), lambda: None) == "replied"
+    assert runner.settle_with_retries(STORE, 1, wakers.TurnResult("replied", "hi"), lambda: None) == "replied"
     assert calls == ["replied"] * 3
+    assert list(kept.waiting(STORE.engine.url)) == []  # kept while it waited, dropped once settled
+
+
+def test_a_store_still_down_leaves_the_finished_reply_kept_for_recovery(monkeypatch):
+    def down(store, wake_id, outcome, now, prices=None):
+        raise sqlalchemy.exc.OperationalError("BEGIN", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(runner.settling, "settle_outcome", down)
+    monkeypatch.setattr(runner.time, "sleep", lambda s: None)
+    outcome = wakers.TurnResult("replied", "the answer")
+    assert runner.settle_with_retries(STORE, 5, outcome, lambda: None, patience=0) == ""
+    assert list(kept.waiting(STORE.engine.url)) == [5]
+    assert kept.kept(STORE.engine.url, 5) == outcome
 
 
 def test_a_reply_that_cannot_be_recorded_closes_the_turn_as_failed(monkeypatch):
@@ -32,7 +49,7 @@ def test_a_reply_that_cannot_be_recorded_closes_the_turn_as_failed(monkeypatch):
         return outcome.status
 
     monkeypatch.setattr(runner.settling, "settle_outcome", broken)
-    assert runner.settle_with_retries(None, 1, wakers.TurnResult("replied", "hi"), lambda: None) == "failed"
+    assert runner.settle_with_retries(STORE, 1, wakers.TurnResult("replied", "hi"), lambda: None) == "failed"
     assert "could not be recorded: ValueError" in seen[-1].error
 
 

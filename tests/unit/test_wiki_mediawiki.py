@@ -10,6 +10,8 @@ in the other layers.
 
 from __future__ import annotations
 
+from wiki_rules import deadline
+
 
 import pytest
 
@@ -39,5 +41,5 @@ def test_the_reader_alone_bounds_a_silent_server_too(silent_server: SilentServer
     # Without the outer deadline, requests' own read timeout still ends the wait.
     wiki = MwWiki(silent_server.host, path="/", scheme="http", timeout=1.0)
     with pytest.raises(Exception) as failure:  # it returns at all: the read timed out
-        wiki._fetch("Anything")
+        wiki._fetch("Anything", deadline.Deadline())  # a deadline that never expires
     assert "timed out" in str(failure.value).lower() or "timeout" in type(failure.value).__name__.lower()
