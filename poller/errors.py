@@ -45,6 +45,15 @@ class StoreError(PollerError):
     exit_code = 78
 
 
+class StoreGone(StoreError):
+    """The SQLite file the store opened was deleted or replaced under it.
+
+    Nothing more is written (it would go into a file no one can open again);
+    restarting would start on an empty or different database, so a supervisor
+    should not restart us: an operator puts the file back.
+    """
+
+
 class StoreBusy(StoreError):
     """Another writer held the database past the busy timeout: try again later."""
 

@@ -421,6 +421,10 @@ class Poller:
 
         try:
             return self.tick(now)
+        except errors.StoreGone as exc:
+            # Every later cycle would refuse the same: stop, and say why once.
+            log.error("poller stopping: %s", exc, extra={"action": "store_gone"})
+            raise
         except errors.PollerError:
             raise
         except sa.exc.SQLAlchemyError as exc:

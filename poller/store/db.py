@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import sqlite3
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -127,13 +129,21 @@ def _missing_driver(parsed, exc: BaseException) -> str | None:
 
 def _sqlite_engine(parsed) -> Engine:
     database = parsed.database or ""
+    watched = None
     if database and database != ":memory:" and not database.startswith("file:"):
         path = Path(database).expanduser()
         try:
             _private_file(path)
+            watched = FileIdentity.of(path)
         except OSError as exc:
             raise errors.StoreError(f"cannot create {path}: {exc.strerror}") from exc
     engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    if watched is not None:
+        # Before a connection is made (SQLite would make an empty file in place
+        # of a deleted one) and at every transaction (a connection still open
+        # on a deleted file writes into it, and all of that is lost).
+        event.listen(engine, "do_connect", lambda *_: watched.check())
+        event.listen(engine, "begin", lambda _conn: watched.check())
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_conn, _record):
@@ -153,6 +163,35 @@ def _sqlite_engine(parsed) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("sqlite_write") else "BEGIN")
 
     return engine
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """The SQLite file an engine opened: its path, device and inode."""
+
+    path: Path
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: Path) -> "FileIdentity":
+        path = Path(os.path.abspath(path))
+        st = os.stat(path)
+        return cls(path, st.st_dev, st.st_ino)
+
+    def check(self) -> None:
+        """Raise :class:`errors.StoreGone` unless the path still names the file opened."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise errors.StoreGone(f"the database file {self.path} was deleted while in use: "
+                                   "nothing more is written; put it back and restart") from None
+        except OSError:
+            return  # unreadable for a moment (permissions, I/O): SQLite says what is wrong
+        if (st.st_dev, st.st_ino) != (self.device, self.inode):
+            raise errors.StoreGone(f"the database file {self.path} was replaced by another "
+                                   "file while in use: nothing more is written; restart to "
+                                   "open the new one")
 
 
 def _enter_wal(cur, deadline_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000) -> None:
@@ -324,6 +363,7 @@ _REVISION_RE = re.compile(r"^(down_revision|revision)\s*(?::[^=]*)?=\s*(.+?)\s*$
 _ID_RE = re.compile(r"""['"]([^'"]+)['"]""")
 
 
+@functools.lru_cache(maxsize=1)  # the scripts do not change under a running process
 def head_revision() -> str:
     """The newest migration's revision id.
 
@@ -366,8 +406,10 @@ def check_schema(engine: Engine) -> None:
     """Raise a clear error unless the schema is at the newest migration."""
     stamped = stamped_revisions(engine)
     if stamped != [head_revision()]:
+        path = _sqlite_path(engine.url)
+        which = f"the database {path}" if path else "the database"
         if not stamped:
-            raise errors.StoreError("the database has no schema yet: run `mood-poller init`")
+            raise errors.StoreError(f"{which} has no schema yet: run `mood-poller init`")
         raise errors.StoreError(
-            f"the database schema is at {', '.join(stamped)}, not the newest: run `mood-poller init`"
+            f"the schema of {which} is at {', '.join(stamped)}, not the newest: run `mood-poller init`"
         )

@@ -1,7 +1,9 @@
 """Operators' health: ``/healthz``, ``/metrics`` and what ``mood-poller health`` prints.
 
-Healthy means the database answers and a poller finished a cycle within three
-of its intervals (pollers record each cycle's time: :func:`access.record_beat`).
+Healthy means the database answers, is still the one the store opened (a
+SQLite file deleted or replaced under it is not) with the newest schema, and a
+poller finished a cycle within three of its intervals (pollers record each
+cycle's time: :func:`access.record_beat`).
 The metrics are read from the store at each scrape, so ``serve`` reports what
 every poller on the database did, not only one in its own process.
 """
@@ -11,7 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Optional
 
-from poller.store import access
+from poller import errors
+from poller.store import access, db
 from poller.text import iso
 
 STALE_INTERVALS = 3  # a poller silent this many intervals is unhealthy
@@ -22,9 +25,11 @@ def facts(store, now: dt.datetime, dials=None, interval: Optional[float] = None)
     out: dict = {"ok": False, "database": "ok", "poller": None, "dials": None}
     try:
         access.ping(store)
+        db.check_schema(store.engine)
         beat = access.last_beat(store)
-    except Exception as exc:  # unreachable, locked, missing schema: say so, don't crash
-        out["database"] = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    except Exception as exc:  # unreachable, locked, gone, missing schema: say so, don't crash
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        out["database"] = first if isinstance(exc, errors.PollerError) else first[:200]
         return out
     if beat is None:
         out["poller"] = {"state": "no cycle recorded", "last_cycle_at": None,

@@ -68,8 +68,21 @@ def build(store, config, clock, dials, *, host: str, port: int, with_poller: boo
     if with_poller:
         poller = loop.Poller(store, config, dials=dials.current, detach=False)  # it beats as it runs
         poller.check_catalogs()  # an invalid activities catalog stops serve as it would run
-        thread = threading.Thread(target=poller.run, args=(interval, stop, clock), name="poller")
+        thread = threading.Thread(target=_cycle, args=(poller, interval, stop, clock),
+                                  name="poller")
     return server, stop, thread
+
+
+def _cycle(poller, interval: float, stop: threading.Event, clock) -> None:
+    """The poller beside the front door.  A store whose file is gone stops it (it
+    logs why); the door goes on answering, refusing with the reason, and
+    ``/healthz`` names the file."""
+    from poller import errors
+
+    try:
+        poller.run(interval, stop, clock)
+    except errors.StoreGone:
+        pass
 
 
 def run(store, config, clock, *, host: str, port: int, with_poller: bool, interval: float,

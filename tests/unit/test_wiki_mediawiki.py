@@ -10,15 +10,13 @@ in the other layers.
 
 from __future__ import annotations
 
-from wiki_rules import deadline
-
 
 import pytest
 
 from support.doubles import MemoryCache
 from support.mediawiki import SilentServer, silent_server  # noqa: F401  (a fixture)
 from poller import config
-from wiki_rules import fallback
+from wiki_rules import deadline, fallback
 from wiki_rules.source import DialSource
 from wiki_rules.wiki import MwWiki
 from support.wiki_mediawiki import T0, fetches, later
@@ -41,5 +39,5 @@ def test_the_reader_alone_bounds_a_silent_server_too(silent_server: SilentServer
     # Without the outer deadline, requests' own read timeout still ends the wait.
     wiki = MwWiki(silent_server.host, path="/", scheme="http", timeout=1.0)
     with pytest.raises(Exception) as failure:  # it returns at all: the read timed out
-        wiki._fetch("Anything", deadline.Deadline())  # a deadline that never expires
+        wiki._fetch("Anything", deadline.Deadline())  # a deadline never called
     assert "timed out" in str(failure.value).lower() or "timeout" in type(failure.value).__name__.lower()
