@@ -84,17 +84,21 @@ def load(path: str, environ=None) -> MatrixConfig:
     return check(_build(section, environ), path)
 
 
+_KIND_NAMES = {str: "a string", int: "a whole number", float: "a number", bool: "true or false"}
+
+
 def _build(section: dict, environ) -> MatrixConfig:
     known = {f.name: f for f in dataclasses.fields(MatrixConfig)}
     values: dict[str, Any] = {}
     for key, value in section.items():
         if key not in known:
             raise errors.ConfigError(f"unknown option bridges.matrix.{key}")
-        want = type(known[key].default)
+        default = known[key].default
+        want = str if isinstance(default, str) else type(default)  # a Trust is a string option
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, want) or isinstance(value, bool) != (want is bool):
-            raise errors.ConfigError(f"bridges.matrix.{key} must be a {want.__name__}")
+            raise errors.ConfigError(f"bridges.matrix.{key} must be {_KIND_NAMES[want]}")
         values[key] = value
     for key, env in (("as_token", ENV_AS_TOKEN), ("hs_token", ENV_HS_TOKEN),
                      ("bot_token", ENV_BOT_TOKEN)):

@@ -97,7 +97,10 @@ def test_the_registration_claims_only_the_agents_namespace(tmp_path):
     ("[bridges.matrix]\nhomeserver = 'http://x'\nserver_name = 'x'\n", "MOOD_POLLER_MATRIX_AS_TOKEN"),
     ("[bridges.matrix]\nhomeserver = 'http://x'\nserver_name = 'x'\nmode = 'irc'\n", "appservice or bot"),
     ("[bridges.matrix]\nbogus = 1\n", "unknown option bridges.matrix.bogus"),
-    ("[bridges.matrix]\nlisten_port = 'x'\n", "listen_port must be a int"),
+    ("[bridges.matrix]\nlisten_port = 'x'\n", "listen_port must be a whole number"),
+    ("[bridges.matrix]\nhomeserver = 'http://x'\nserver_name = 'x'\ndefault_trust = 'root'\n",
+     "default_trust must be full, look or none"),
+    ("[bridges.matrix]\ndefault_trust = 1\n", "default_trust must be a string"),
     ("[bridges.matrix\n", "not valid TOML"),
 ])
 def test_a_bad_bridge_config_is_one_line_and_exit_78(tmp_path, sqlite_url, toml, problem):
@@ -105,6 +108,14 @@ def test_a_bad_bridge_config_is_one_line_and_exit_78(tmp_path, sqlite_url, toml,
     path.write_text(toml)
     r = Cli(sqlite_url).fails("bridge", "matrix", "--config", str(path))
     assert r.code == 78 and problem in r.err and len(r.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("trust", ["full", "look", "none"])
+def test_the_default_trust_takes_each_trust(trust):
+    section = {"homeserver": "http://127.0.0.1:8008", "server_name": "hs.example",
+               "default_trust": trust}
+    env = {"MOOD_POLLER_MATRIX_AS_TOKEN": "a", "MOOD_POLLER_MATRIX_HS_TOKEN": "h"}
+    assert matrix.check(matrix._build(section, env)).default_trust == trust
 
 
 def test_the_main_config_may_carry_the_bridge_section(tmp_path, sqlite_url, monkeypatch):
