@@ -498,7 +498,9 @@ class ClaudeStream:
         kind = obj.get("type")
         if kind == "result":
             self.result = obj
-        elif kind == "assistant":
+        elif kind == "assistant" and not obj.get("parent_tool_use_id"):
+            # A sub-agent's messages (``parent_tool_use_id`` set) are its working notes
+            # to the agent, never the agent's words to the Mood.
             said = _message_text(obj.get("message"))
             if said:
                 self.said = said

@@ -68,6 +68,20 @@ def test_an_error_with_nothing_said_still_fails_the_turn(room):
     assert "error_max_budget_usd" in c("wakes", "show", str(w["id"])).out
 
 
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_sub_agents_words_are_never_posted_as_the_agents_reply(room, quiet):
+    c, bindir = room
+    set_claude(bindir, "subagent-quiet" if quiet else "subagent", reply="I started on the parser.")
+    w = ask(c, 10)
+    texts = [p["text"] for p in json.loads(c("posts", "lobby", "--json").out)]
+    assert not any("SUB-AGENT NOTES" in t for t in texts)
+    if quiet:  # the agent itself said nothing: the turn failed
+        assert w["status"] == "failed"
+    else:  # its own words before the sub-agent's stand
+        assert w["status"] == "replied" and last_post(c)["text"] == "I started on the parser."
+    assert "error_max_turns" in c("wakes", "show", str(w["id"])).out
+
+
 # -- A full-tool turn that falls silent ------------------------------------------------
 
 

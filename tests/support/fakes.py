@@ -12,6 +12,8 @@ test can switch behaviour between turns:
 - ``budget``: a result with subtype ``error_max_budget_usd`` and no result text;
 - any mode ending ``-quiet`` (``error-quiet``, ``noresult-quiet``...): as the
   mode before it, but the assistant message only calls a tool (says nothing);
+- ``subagent``: as ``error``, but after the agent's message a sub-agent (an event with
+  ``parent_tool_use_id``) says something of its own before the error result;
 - ``badutf8``: invalid UTF-8 bytes in an assistant line, then a good result;
 - ``crash``: half a stream, then exit 1;
 - ``no-resume``: like Claude Code given an unknown ``--resume`` id;
@@ -117,6 +119,17 @@ emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_1", "type
       "role": "assistant", "model": "claude-sonnet",
       "content": [{{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {{"file_path": "notes.md"}}}}]
       if quiet else [{{"type": "text", "text": reply[:200]}}], "stop_reason": "end_turn"}}}})
+if mode == "subagent":  # a sub-agent (Task) speaks after the agent, then the run errors
+    emit({{"type": "assistant", "session_id": sid, "parent_tool_use_id": None, "message": {{
+          "id": "msg_t", "type": "message", "role": "assistant", "model": "claude-sonnet",
+          "content": [{{"type": "tool_use", "id": "toolu_t", "name": "Task",
+                       "input": {{"description": "dig", "prompt": "look around"}}}}]}}}})
+    emit({{"type": "assistant", "session_id": sid, "parent_tool_use_id": "toolu_t", "message": {{
+          "id": "msg_s", "type": "message", "role": "assistant", "model": "claude-haiku",
+          "content": [{{"type": "text", "text": "SUB-AGENT NOTES: grep found nothing"}}]}}}})
+    emit({{"type": "result", "subtype": "error_max_turns", "is_error": True, "session_id": sid,
+          "num_turns": 30, "total_cost_usd": 0.5, "errors": ["reached the maximum number of turns"]}})
+    sys.exit(0)
 if mode == "badutf8":
     out.write(b'{{"type": "assistant", "session_id": "' + sid.encode() + b'", "note": "\xff\xfe bad"}}\n')
     out.write(b"\xc3\x28 not json at all\n")
