@@ -225,6 +225,7 @@ class Row:
     key: str
     value: str
     until: Optional[dt.datetime] = None
+    at: Optional[dt.datetime] = None  # when it was set
 
 
 @dataclass(frozen=True)
@@ -234,12 +235,14 @@ class Resolved:
     slot: str  # mood+agent | mood | agent | global | default
     until: Optional[dt.datetime] = None
     row_id: Optional[int] = None
+    since: Optional[dt.datetime] = None  # when this value took effect, where known
 
 
 def resolve(rows: Iterable[Row], mood_id: Optional[int], agent_id: Optional[int],
             now: dt.datetime) -> dict[str, Resolved]:
     """Resolve every key for (mood_id, agent_id) from the rows that may apply."""
     best: dict[str, tuple[tuple[int, int], Row]] = {}
+    lapsed: dict[str, dt.datetime] = {}  # the latest lapse of a row that applied, per key
     for row in rows:
         if row.key not in KEYS:
             continue
@@ -248,6 +251,7 @@ def resolve(rows: Iterable[Row], mood_id: Optional[int], agent_id: Optional[int]
         if row.agent_id is not None and row.agent_id != agent_id:
             continue
         if row.until is not None and row.until <= now:
+            lapsed[row.key] = max(row.until, lapsed.get(row.key, row.until))
             continue
         rank = ((row.mood_id is not None) * 2 + (row.agent_id is not None), row.id)
         if row.key not in best or rank > best[row.key][0]:
@@ -261,10 +265,16 @@ def resolve(rows: Iterable[Row], mood_id: Optional[int], agent_id: Optional[int]
                 value = spec.parse(row.value)
             except errors.InvalidSetting:
                 value, slot = spec.default, "default"  # a row written by an older version
-            out[name] = Resolved(name, value, slot, row.until, row.id)
+            out[name] = Resolved(name, value, slot, row.until, row.id,
+                                 _latest(row.at, lapsed.get(name)))
         else:
-            out[name] = Resolved(name, spec.default, "default")
+            out[name] = Resolved(name, spec.default, "default", since=lapsed.get(name))
     return out
+
+
+def _latest(*moments: Optional[dt.datetime]) -> Optional[dt.datetime]:
+    known = [m for m in moments if m is not None]
+    return max(known) if known else None
 
 
 def values(resolved: dict[str, Resolved]) -> dict[str, Any]:

@@ -48,13 +48,17 @@ HOLD_WORDS = {
 }
 
 
-def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> None:
+def remembered_consider(l, values: dict, archived: bool, now: dt.datetime,
+                        since: Optional[dt.datetime] = None) -> None:
     """Posts missed while listening was ``mentions`` or ``off`` are considered once it is
-    back on: ``consider_after`` from when this pair is first looked at with it on (the
-    settings' change makes every such pair due at once), within the usual budget."""
+    back on: ``consider_after`` from the switch (*since*, when listening took the value
+    ``on``; else from when this pair is first looked at with it on), never later than
+    ``consider_after`` from now (the settings' change makes every such pair due at
+    once), within the usual budget."""
     if (l.consider_from_id and l.consider_due_at is None and values["listening"] == "on"
             and not archived and not l.stopped_at):
-        l.consider_due_at = now + dt.timedelta(seconds=values["consider_after"])
+        after = dt.timedelta(seconds=values["consider_after"])
+        l.consider_due_at = min(since, now) + after if since is not None else now + after
 
 
 @dataclass
@@ -115,7 +119,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     base: Optional[dict] = None  # read only when a kind gets past the settings' gates
     retry: list[Optional[dt.datetime]] = []
     said = []
-    remembered_consider(l, values, mood.archived, now)
+    remembered_consider(l, values, mood.archived, now, resolved["listening"].since)
     for kind in due.due_kinds(l, owed, now):
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until,
                             bool(l.stopped_at))

@@ -495,10 +495,10 @@ def resolve_in(s: Session, mood_id: Optional[int], agent_id: Optional[int],
                now: dt.datetime) -> dict[str, settings.Resolved]:
     """Settings as they apply to (Mood, agent), reading only the rows that can apply."""
     q = sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key,
-                  Setting.value, Setting.until).where(
+                  Setting.value, Setting.until, Setting.at).where(
         sa.or_(Setting.mood_id.is_(None), Setting.mood_id == mood_id),
         sa.or_(Setting.agent_id.is_(None), Setting.agent_id == agent_id))
-    rows = [settings.Row(r.id, r.mood_id, r.agent_id, r.key, r.value, r.until)
+    rows = [settings.Row(r.id, r.mood_id, r.agent_id, r.key, r.value, r.until, r.at)
             for r in s.execute(q)]
     return settings.resolve(rows, mood_id, agent_id, now)
 

@@ -224,7 +224,7 @@ class SettingsCache:
         if newest == self._max:
             return False
         q = sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key,
-                      Setting.value, Setting.until)
+                      Setting.value, Setting.until, Setting.at)
         self._rows = [settings.Row(*r) for r in s.execute(q)]
         self._slots = {}
         for row in self._rows:

@@ -50,6 +50,30 @@ def test_what_was_said_while_not_listening_is_considered_when_listening_is_back(
     assert "the deploy is stuck again" in seen["text"] and "same here, since noon" in seen["text"]
 
 
+@pytest.mark.parametrize("lapse", [False, True])
+def test_the_consider_comes_consider_after_from_the_switch_not_from_the_next_cycle(
+        room, tmp_path, lapse):
+    c = room
+    if lapse:  # listening back on because "mentions until 100" lapsed
+        c("set", "listening", "mentions", "--until", at(100), "--agent", "helper", "--mood", "lobby")
+    else:
+        c("set", "listening", "mentions", "--agent", "helper", "--mood", "lobby")
+    c("post", "lobby", "--as", "ada", "--at", at(10), "the deploy is stuck again")
+    c("post", "lobby", "--as", "bob", "--at", at(11), "same here, since noon")
+    c("tick", "--now", at(30), "--wait")
+    assert wakes(c) == []
+    if not lapse:
+        c.now = 100
+        c("set", "listening", "on", "--agent", "helper", "--mood", "lobby")
+    # The first cycle after the switch comes a minute later: consider_after (10 s) from
+    # the switch has passed, so the consider is woken in this very cycle.
+    c("tick", "--now", at(160), "--wait")
+    (w,) = wakes(c)
+    assert w["kind"] == "consider"
+    (seen,) = wakes_seen(tmp_path)
+    assert "the deploy is stuck again" in seen["text"] and "same here, since noon" in seen["text"]
+
+
 def test_listening_on_all_along_considers_as_before(room, tmp_path):
     c = room
     c("post", "lobby", "--as", "ada", "--at", at(10), "the deploy is stuck again")
