@@ -20,10 +20,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import ipaddress
 import json
 import re
 import secrets
+import socket
 from typing import Callable, Optional
+from urllib.parse import urlsplit
 
 from poller import errors
 from poller.bridges import delivery
@@ -35,10 +38,50 @@ MAX_URL = 2000
 
 
 def check_url(url: str) -> str:
+    """*url* if the service may POST a Mood's events to it; else a one-line refusal.
+
+    Refused besides what is not http(s) with a host: a name and password in the URL
+    (they would be shown wherever the URL is; the signature is the credential), and a
+    link-local, multicast or unspecified address written as an IP in any of its forms
+    (169.254.169.254 is where clouds serve their machines' credentials)."""
     if len(url) > MAX_URL or not re.fullmatch(r"https?://[^\s/?#]+(/[^\s]*)?", url or ""):
         raise errors.UserError(f"a webhook URL must be http:// or https:// with a host, "
-                               f"got {url[:100]!r}")
+                               f"got {shown_url(url)[:100]!r}")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - a port that is not a number is refused here
+    except ValueError:
+        raise errors.UserError(f"a webhook URL must have a valid host and port, "
+                               f"got {shown_url(url)[:100]!r}") from None
+    if "@" in parts.netloc:
+        raise errors.UserError("a webhook URL may not carry a user name or password "
+                               "(requests are signed with the webhook's secret)")
+    address = _address(host)
+    if address is not None and (address.is_link_local or address.is_multicast
+                                or address.is_unspecified or address.is_reserved):
+        raise errors.UserError(f"a webhook URL may not point at {address} "
+                               f"(a link-local, multicast or reserved address)")
     return url
+
+
+def _address(host: str):
+    """The IP address *host* is written as (dotted, short, decimal or hex IPv4 forms too),
+    or None for a name."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            address = ipaddress.ip_address(socket.inet_aton(host))
+        except (OSError, ValueError):
+            return None
+    mapped = getattr(address, "ipv4_mapped", None)
+    return mapped or address
+
+
+def shown_url(url: str) -> str:
+    """*url* as it may be shown: a password in it is masked."""
+    return re.sub(r"^(https?://[^/@:]*):[^/@]*@", r"\1:***@", url or "", flags=re.I)
 
 
 def new_secret() -> str:
@@ -59,6 +102,8 @@ def verify(secret: str, timestamp: str, body: bytes, header: str, now: float,
         return False
     if abs(now - ts) > tolerance:
         return False
+    if not isinstance(header, str) or not header.isascii():
+        return False  # a signature is hex: anything else is not one
     return hmac.compare_digest(signature(secret, ts, body), header)
 
 

@@ -410,7 +410,9 @@ class Hook:
     def to_json(self) -> dict:
         from poller.values import iso
 
-        return {"id": self.id, "mood": self.mood, "url": self.url,
+        from poller.bridges.webhooks import shown_url
+
+        return {"id": self.id, "mood": self.mood, "url": shown_url(self.url),
                 "created_at": iso(self.created_at),
                 "removed_at": iso(self.removed_at) if self.removed_at else None}
 
