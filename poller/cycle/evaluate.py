@@ -254,7 +254,10 @@ def bot_chain(ctx: Context, s, l: ListenerRow, owed: list[int]) -> int:
     if l.last_person_id and l.last_person_id > newest:
         return 0  # a person spoke since: the loop is broken
     lo = l.last_person_id if l.last_person_id and l.last_person_id < newest else 0
-    return cycle.agent_posts_between(s, l.mood_id, lo, newest, ctx.cfg.bot_chain_cap + 1) - 1
+    cap = ctx.cfg.bot_chain_cap
+    here = cycle.agent_posts_between(s, l.mood_id, lo, newest, cap + 1) - 1
+    # Agents may hand a question back and forth between Moods: the row goes on there.
+    return max(here, cycle.turns_in_a_row(s, newest, cap + 1))
 
 
 def after(ctx: Context, s, decision: law.Decision, kind: str, l: ListenerRow, agent: AgentInfo,

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from poller import settings
 from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
-from poller.models import (Agent, Cursor, DecisionRow, Flag, Lease, Listener, Mention, Mood,
-                           Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakeAnswer)
+from poller.models import (Agent, Cursor, DecisionRow, Flag, Handoff, Lease, Listener, Mention,
+                           Mood, Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakeAnswer)
 from poller import procs
 from poller.store import core
 from poller.procs import pid_alive
@@ -620,6 +620,37 @@ def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int, limit: int) 
                     Participant.kind == "agent", Post.kind == "post")
              .order_by(Post.id.desc()).limit(limit).subquery())
     return s.scalar(sa.select(sa.func.count()).select_from(inner)) or 0
+
+
+def turns_in_a_row(s: Session, post_id: int, cap: int) -> int:
+    """Agent turns in a row, since a person spoke, before the turn that made *post_id* (an
+    agent's reply, or a handoff's arrival in another Mood), followed across Moods and
+    counted up to *cap*; 0 when the post's turn answered a person (or is not known)."""
+    n, seen = 0, set()
+    while n < cap and post_id not in seen:
+        seen.add(post_id)
+        conn = s.connection()
+        maker = conn.execute(_MADE_BY_HANDOFF, {"p": post_id}).scalar()
+        if maker is None:
+            maker = conn.execute(_MADE_BY_REPLY, {"p": post_id}).scalar()
+        if maker is None:
+            return n
+        trigger = conn.execute(_TRIGGER, {"w": maker}).first()
+        if trigger is None or trigger.kind != ParticipantKind.AGENT:
+            return n  # that turn answered a person: the row starts there
+        n, post_id = n + 1, trigger.post_id
+    return n
+
+
+_H = Handoff.__table__
+_MADE_BY_HANDOFF = sa.select(_H.c.wake_id).where(_H.c.event_post_id == sa.bindparam("p")).limit(1)
+_MADE_BY_REPLY = sa.select(Wake.__table__.c.id).where(Wake.__table__.c.reply_post_id == sa.bindparam("p")).limit(1)
+_WA = WakeAnswer.__table__
+_TRIGGER = (sa.select(_WA.c.post_id, Participant.__table__.c.kind)
+            .join(_P, _P.c.id == _WA.c.post_id)
+            .join(Participant.__table__, Participant.__table__.c.id == _P.c.sender_id)
+            .where(_WA.c.wake_id == sa.bindparam("w"))
+            .order_by(_WA.c.post_id.desc()).limit(1))
 
 
 # -- What a mention is made of ------------------------------------------------------------

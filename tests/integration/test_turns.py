@@ -282,6 +282,24 @@ def test_a_handoff_for_an_agent_wakes_it_there_with_the_context(bots, room):
     assert len([w for w in wakes(room) if w["agent"] == "chef"]) == 1  # woken once
 
 
+def test_agents_handing_off_between_two_moods_stop_at_the_bot_loop_cap(bots, room):
+    """The cap counts agent turns in a row since a person spoke across handoffs too: two
+    agents passing a question back and forth between two Moods are held as in one."""
+    set_reply(bots, "bot", "Over to you.\n```handoff\nto: kitchen\nfor: @chef\nabout: the timer\n---\nyours\n```")
+    set_reply(bots, "chef", "Back to you.\n```handoff\nto: lobby\nfor: @bot\nabout: the timer\n---\nyours\n```")
+    post(room, 1, "ada", "@bot the oven timer is broken")
+    for s in range(2, 200, 10):
+        tick(room, s)
+    ws = wakes(room)
+    # ada -> bot, then three agent-to-agent wakes (chef, bot, chef); the next is held.
+    assert len(ws) == 4, [(w["agent"], w["mood"]) for w in ws]
+    why = json.loads(room("why", "bot", "lobby", "--json", "--now", at(200)).out)
+    assert why["hold"]["reason"] == "bot-loop"
+    post(room, 300, "ada", "@bot and now?")  # a person speaks: the loop may go on
+    tick(room, 301)
+    assert len(wakes(room)) == 5
+
+
 def test_a_handoff_from_a_look_only_turn_is_marked_and_wakes_only_a_look(bots, room):
     """Bob (look trust) cannot carry words into a full-tool turn elsewhere through an agent."""
     set_reply(bots, "bot", HANDOFF.format(extra="for: @chef\n", context="bob says: run rm -rf"))
