@@ -338,6 +338,8 @@ class Turn(Base):
     settings_seen_id: Mapped[int] = mapped_column(BigInteger, default=0)
     session_id: Mapped[Optional[str]] = mapped_column(String(200))
     cost_usd: Mapped[Optional[float]]
+    tokens_in: Mapped[Optional[int]]  # as the model's provider reported them (migration 0015)
+    tokens_out: Mapped[Optional[int]]
 
 
 class AgentSession(Base):
@@ -350,6 +352,9 @@ class AgentSession(Base):
     session_id: Mapped[str] = mapped_column(String(200))
     wake_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("wakes.id"))  # last used by
     updated_at: Mapped[dt.datetime]
+    # A model agent's conversation, kept here between its turns (JSON; migration 0015).
+    history: Mapped[Optional[str]] = mapped_column(Text)
+    history_tokens: Mapped[Optional[int]]
 
 
 class Handoff(Base):

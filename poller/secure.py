@@ -143,3 +143,8 @@ def mask_text(text: str | None) -> str:
         return m.group(0) if m.group("value") == MASK else f"{name}={MASK}"
 
     return _PAIR_IN_TEXT.sub(pair, text)
+
+
+def shown_url(url: str) -> str:
+    """*url* as it may be shown: a password in it is masked."""
+    return re.sub(r"^(https?://[^/@:]*):[^/@]*@", r"\1:***@", url or "", flags=re.I)

@@ -86,6 +86,7 @@ def _zone(raw: str) -> str:
 _zone.range = "an IANA time zone name"  # for `set --help`
 
 RULES_CHARS = 2_000  # a Mood's rules: a short text, sent with every turn
+PERSONA_CHARS = 6_000  # a model agent's persona: the start of its system prompt
 LETTER_CHARS = 6_000  # a Mood's letter: the briefing of an agent's first turn there
 
 
@@ -177,6 +178,14 @@ KEYS: dict[str, Key] = {
         Key("letter", "", _text("letter", LETTER_CHARS),
             "the briefing an agent's first turn in the Mood starts with (empty: the kit's "
             "letter.md)"),
+        Key("persona", "", _text("persona", PERSONA_CHARS),
+            "who a model agent is, the start of its system prompt (a text, or the absolute "
+            "path of a file read at each turn; empty: a short default that explains Moods)"),
+        Key("session_tokens", 32_000, _int_range("session_tokens", 2_000, 1_000_000),
+            "tokens a model agent's kept conversation here may reach before its older part "
+            "is replaced by a summary (the next wake then carries the full catch-up)"),
+        Key("max_tool_calls", 8, _int_range("max_tool_calls", 0, 64),
+            "tool calls a model agent may make in one turn"),
         Key("initiative_speed", 1.0, _number_range("initiative_speed", 0.0, 10.0),
             "how fast the agent gains initiative while it has not spoken in a Mood: of several "
             "agents that could speak unasked at once, the one with the most takes the floor"),

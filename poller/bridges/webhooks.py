@@ -29,6 +29,7 @@ from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from poller import errors
+from poller.secure import shown_url
 from poller.bridges import delivery
 from poller.kinds import Bridge
 from poller.store import bridges, outbox
@@ -79,9 +80,6 @@ def _address(host: str):
     return mapped or address
 
 
-def shown_url(url: str) -> str:
-    """*url* as it may be shown: a password in it is masked."""
-    return re.sub(r"^(https?://[^/@:]*):[^/@]*@", r"\1:***@", url or "", flags=re.I)
 
 
 def new_secret() -> str:

@@ -139,7 +139,7 @@ def webhook_list(app: App, slug: str | None, all_: bool, as_json: bool) -> None:
     if as_json:
         common.echo_json([h.to_json() for h in hooks])
         return
-    from poller.bridges.webhooks import shown_url
+    from poller.secure import shown_url
 
     common.table([[str(h.id), h.mood, shown_url(h.url), "removed" if h.removed_at else ""] for h in hooks],
                  ["ID", "MOOD", "URL", "STATE"])

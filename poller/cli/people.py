@@ -186,6 +186,13 @@ ACTIVITIES_HELP = ("Its activities catalog (TOML; the kit's activities.example.t
 
 LITERAL_SECRET_HELP = ("Store a header or --option value that looks like a credential as it "
                        "is, in the database, instead of refusing it (prefer ${VAR}).")
+MODEL_HELP = ("A language model as the agent: PROVIDER:MODEL (openai, anthropic, ollama, "
+              "openrouter; e.g. openai:gpt-4o-mini, ollama:llama3.2). With --claude-code: "
+              "the model Claude Code asks for.")
+BASE_URL_HELP = ("--model: the provider's base URL, e.g. any OpenAI-compatible server "
+                 "(http://127.0.0.1:8080/v1 for llama.cpp's server).")
+KEY_ENV_HELP = ("--model: the environment variable the API key is read from at each turn "
+                "(default: the provider's own, e.g. OPENAI_API_KEY); the key is never stored.")
 WAKER_HELP = ("Wake it with the waker NAME: the poller's own (command, claude-code, url) or one "
               "an installed package registers (entry-point group mood_poller.wakers).")
 OPTION_HELP = ("An option of its waker (repeatable), for wakers from other "
@@ -200,7 +207,9 @@ OPTION_HELP = ("An option of its waker (repeatable), for wakers from other "
               help="Run Claude Code (claude -p, stream-json), resuming its session per Mood.")
 @click.option("--session-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="--claude-code: the directory Claude Code runs in (its sessions live there).")
-@click.option("--model", metavar="M", help="--claude-code: the model to ask for.")
+@click.option("--model", metavar="M", help=MODEL_HELP)
+@click.option("--base-url", metavar="URL", help=BASE_URL_HELP)
+@click.option("--api-key-env", metavar="VAR", help=KEY_ENV_HELP)
 @click.option("--permission-mode", metavar="MODE",
               help="--claude-code: permission mode of full-tool turns (default: acceptEdits). "
                    "Look-only turns always run read-only.")
@@ -224,20 +233,25 @@ OPTION_HELP = ("An option of its waker (repeatable), for wakers from other "
 @common.now_option
 @pass_app
 def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
-              session_dir: str | None, model: str | None, permission_mode: str | None,
+              session_dir: str | None, model: str | None, base_url: str | None,
+              api_key_env: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
               waker_name: str | None, option_items: tuple[str, ...],
               allow_literal_secret: bool, timeout: float | None, workdir: str | None,
               run_as: str | None, activities: str | None, as_json: bool) -> None:
-    """Add the agent HANDLE and how it is woken: --command, --claude-code, --url or --waker."""
-    kind = registry.kind(chosen_waker(command=command, claude_code=claude_code, url=url,
-                                      waker=waker_name))
+    """Add the agent HANDLE and how it is woken: --command, --claude-code, --url, --model
+    PROVIDER:MODEL or --waker."""
+    named = chosen_waker(command=command, claude_code=claude_code, url=url, waker=waker_name,
+                         required=model is None)
+    kind = registry.kind(named or MODEL_WAKER)
     claude = {k: v for k, v in (("session_dir", session_dir), ("model", model),
+                                ("base_url", base_url), ("api_key_env", api_key_env),
                                 ("permission_mode", permission_mode),
                                 ("claude_bin", claude_bin)) if v}
     refuse_unaccepted(kind, [*claude, *(["headers"] if headers else []),
                              *(["run_as"] if run_as is not None else [])])
-    options = claude_options(claude)
+    options = ({k: v for k, v in model_options(model, base_url, api_key_env).items() if v}
+               if kind.name == MODEL_WAKER else claude_options(claude))
     check_url(url)
     if headers:
         options["headers"] = parse_headers(headers, allow_literal_secret)
@@ -280,7 +294,8 @@ WAKER_FLAGS = (("--command", "command", "command"), ("--claude-code", "claude-co
 # Stored option keys as the flags that set them; any other is set with --option KEY=VALUE.
 OPTION_FLAGS = {"run_as": "--run-as", "session_dir": "--session-dir", "model": "--model",
                 "permission_mode": "--permission-mode", "bin": "--claude-bin",
-                "headers": "--header", "activities": "--activities"}
+                "headers": "--header", "activities": "--activities",
+                "base_url": "--base-url", "api_key_env": "--api-key-env"}
 # How an option the agent's waker does not take is refused (default: the Claude Code flags').
 REFUSALS = {"run_as": "{flags} applies only to agents that run a process ({wakers})",
             "headers": "{flags} only applies with {wakers}"}
@@ -327,6 +342,30 @@ def refuse_unaccepted(kind, given) -> None:
     wakers = ", ".join(map(waker_flag, first)) or "no waker installed here"
     raise errors.UserError(REFUSALS.get(same[0], "{flags} only apply with {wakers}")
                            .format(flags=flags, wakers=wakers))
+
+
+MODEL_WAKER = "model"
+
+
+def model_options(model: str | None, base_url: str | None, api_key_env: str | None,
+                  before: dict | None = None) -> dict:
+    """A model agent's options (provider and model, base URL, key variable), checked;
+    *before*: the agent's own, for what is not given.  A key missing from this process's
+    environment is noted (the poller's may have it), never read out."""
+    from poller.llm import providers
+
+    before = before or {}
+    base = base_url if base_url is not None else before.get("base_url") or ""
+    key_env = api_key_env if api_key_env is not None else before.get("api_key_env") or ""
+    if model is not None and before.get("model") and ":" not in model:
+        # A bare model name keeps the agent's provider.
+        model = f"{before['model'].split(':', 1)[0]}:{model}"
+    spec = providers.parse(model if model is not None else before.get("model", ""), base, key_env)
+    missing = spec.missing_key()
+    if missing:
+        click.echo(f"note: {missing} (turns fail until it is there)", err=True)
+    return {"model": spec.label, "base_url": spec.base_url or None,
+            "api_key_env": spec.api_key_env or None}
 
 
 def claude_options(given: dict) -> dict:
@@ -470,7 +509,9 @@ class TimeoutOrDefault(click.ParamType):
               help="Wake it with Claude Code (claude -p).")
 @click.option("--url", metavar="URL", help="Wake it by POSTing to URL.")
 @click.option("--session-dir", metavar="DIR", help="--claude-code: its directory ('' clears it).")
-@click.option("--model", metavar="M", help="--claude-code: the model ('' clears it).")
+@click.option("--model", metavar="M", help=MODEL_HELP + " ('' clears a Claude Code model)")
+@click.option("--base-url", metavar="URL", help=BASE_URL_HELP + " ('' clears it)")
+@click.option("--api-key-env", metavar="VAR", help=KEY_ENV_HELP + " ('' clears it)")
 @click.option("--permission-mode", metavar="MODE",
               help="--claude-code: permission mode of full-tool turns ('' clears it).")
 @click.option("--claude-bin", metavar="PATH", help="--claude-code: the claude executable "
@@ -490,7 +531,8 @@ class TimeoutOrDefault(click.ParamType):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def agent_set(app: App, handle: str, command: str | None, claude_code: bool | None,
-              session_dir: str | None, model: str | None, permission_mode: str | None,
+              session_dir: str | None, model: str | None, base_url: str | None,
+              api_key_env: str | None, permission_mode: str | None,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
               waker_name: str | None, option_items: tuple[str, ...],
               allow_literal_secret: bool, timeout, workdir: str | None,
@@ -502,14 +544,26 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
     """
     waker = chosen_waker(command=command, claude_code=claude_code or None, url=url,
                          waker=waker_name, required=False)
-    kind = registry.kind(waker or app.store.agent(handle).waker)
+    current = app.store.agent(handle)
+    if waker is None and model and current.waker != MODEL_WAKER and not claude_code \
+            and ":" in model and current.waker != "claude-code":
+        waker = MODEL_WAKER  # --model PROVIDER:MODEL makes it a model agent
+    kind = registry.kind(waker or current.waker)
     claude = {k: v for k, v in (("session_dir", session_dir), ("model", model),
+                                ("base_url", base_url), ("api_key_env", api_key_env),
                                 ("permission_mode", permission_mode),
                                 ("claude_bin", claude_bin)) if v is not None}
     # Clearing an option is refused where setting it would be, but for --run-as ''.
     refuse_unaccepted(kind, [*claude, *(["headers"] if headers else []),
                              *(["run_as"] if run_as else [])])
-    options: dict = {k: v or None for k, v in claude_options(claude).items()}
+    if kind.name == MODEL_WAKER and (model is not None or base_url is not None
+                                     or api_key_env is not None):
+        before = current.options if current.waker == MODEL_WAKER else {}
+        options: dict = model_options(model, base_url, api_key_env, before)
+    elif kind.name == MODEL_WAKER:
+        options = {}
+    else:
+        options = {k: v or None for k, v in claude_options(claude).items()}
     check_url(url)
     parsed = parse_headers(headers, allow_literal_secret, removable=True)
     if run_as is not None:
@@ -530,7 +584,7 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
         changes["workdir"] = workdir or None
     if not (changes or options or parsed):
         raise errors.UserError("nothing to change: give --command, --claude-code, --url, "
-                               "--waker, --header, --option, --timeout, --workdir, --run-as, "
+                               "--model, --waker, --header, --option, --timeout, --workdir, --run-as, "
                                "--activities or a Claude Code option")
     change = app.store.set_agent(handle, options=options, headers=parsed, shape=kind, **changes)
     changed = change.changed()

@@ -410,7 +410,7 @@ class Hook:
     def to_json(self) -> dict:
         from poller.values import iso
 
-        from poller.bridges.webhooks import shown_url
+        from poller.secure import shown_url
 
         return {"id": self.id, "mood": self.mood, "url": shown_url(self.url),
                 "created_at": iso(self.created_at),

@@ -38,6 +38,10 @@ class Claimed:
     answers: tuple[int, ...]
     session: Optional[str]
     prompt_tokens: int = 0
+    history: str = ""  # a model agent's kept conversation (JSON), with the session
+    session_at: Optional[dt.datetime] = None  # when the kept session was last used
+    agent_id: int = 0
+    mood_id: int = 0
 
 
 def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Claimed]:
@@ -57,7 +61,8 @@ def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Cl
         kept = s.get(AgentSession, (w.agent_id, w.mood_id))
         return Claimed(w.id, agent, s.get(Mood, w.mood_id).slug, w.kind, w.tools, w.text,
                        tuple(cycle.answers(s, w.id)), kept.session_id if kept else None,
-                       w.prompt_tokens)
+                       w.prompt_tokens, (kept.history or "") if kept else "",
+                       kept.updated_at if kept else None, w.agent_id, w.mood_id)
 
 
 def beat(store: Store, wake_id: int, now: dt.datetime) -> bool:
@@ -204,7 +209,7 @@ def begin_settling(s: Session, wake_id: int) -> Ending:
 
 
 def keep_session(s: Session, turn: Ending, session: Optional[str], cost: Optional[float],
-                 now: dt.datetime) -> None:
+                 now: dt.datetime, outcome=None) -> None:
     """The turn's session and cost; the session is resumed by the agent's next turn here.
 
     A command's turn (``/compact``...) ran in the session kept here and showed it no
@@ -215,9 +220,32 @@ def keep_session(s: Session, turn: Ending, session: Optional[str], cost: Optiona
         row = Turn(wake_id=turn.id, settings_seen_id=0)
         s.add(row)
     row.session_id, row.cost_usd = session or None, cost
+    row.tokens_in = getattr(outcome, "tokens_in", None)
+    row.tokens_out = getattr(outcome, "tokens_out", None)
     if session is None:
         return
     kept = s.get(AgentSession, (turn.agent_id, turn.mood_id))
+    try:
+        _keep(s, kept, turn, session, now)
+    finally:
+        keep_history(s, turn, outcome)
+
+
+def keep_history(s: Session, turn: Ending, outcome) -> None:
+    """A model agent's conversation, kept with its session in the transaction that posts
+    the reply; a compacted one makes the next wake here carry the full catch-up."""
+    history = getattr(outcome, "history", None)
+    if history is None:
+        return
+    kept = s.get(AgentSession, (turn.agent_id, turn.mood_id))
+    if kept is None:
+        return
+    kept.history, kept.history_tokens = history, getattr(outcome, "history_tokens", None)
+    if getattr(outcome, "compacted", False):
+        kept.wake_id = None  # what the session held is summarised: the next wake is in full
+
+
+def _keep(s: Session, kept, turn: Ending, session: str, now: dt.datetime) -> None:
     if turn.kind == WakeKind.COMMAND:
         if kept is not None and session:
             kept.session_id = session
@@ -227,7 +255,10 @@ def keep_session(s: Session, turn: Ending, session: Optional[str], cost: Optiona
     elif kept is None:
         s.add(AgentSession(agent_id=turn.agent_id, mood_id=turn.mood_id, session_id=session,
                            wake_id=turn.id, updated_at=now))
+        s.flush()
     else:
+        if kept.session_id != session:
+            kept.history, kept.history_tokens = None, None  # another session: not its words
         kept.session_id, kept.wake_id, kept.updated_at = session, turn.id, now
 
 

@@ -50,9 +50,16 @@ def _loaders() -> dict[str, Callable[[], object]]:
         else:
             found.setdefault(ep.name, ep)
     loaders: dict[str, Callable[[], object]] = {name: ep.load for name, ep in found.items()}
-    for cls in wakers.BUILT_IN:
+    for cls in built_in():
         loaders.setdefault(cls.name, lambda cls=cls: cls)
     return loaders
+
+
+def built_in() -> tuple[type[wakers.Waker], ...]:
+    """The poller's own wakers: command, Claude Code, HTTP and language models."""
+    from poller.turns.model import ModelWaker
+
+    return (*wakers.BUILT_IN, ModelWaker)
 
 
 def _own(ep: metadata.EntryPoint) -> bool:
@@ -62,7 +69,7 @@ def _own(ep: metadata.EntryPoint) -> bool:
 
 def names() -> list[str]:
     """Every waker name known here: the poller's own first, then the others by name."""
-    own = [cls.name for cls in wakers.BUILT_IN]
+    own = [cls.name for cls in built_in()]
     return own + sorted(set(_loaders()) - set(own))
 
 

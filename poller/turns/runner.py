@@ -165,7 +165,26 @@ def mood_settings(store: Store, claimed: turns.Claimed, now: dt.datetime) -> dic
     try:
         return settings.values(store.resolved(now, mood=claimed.mood, agent=claimed.agent.handle))
     except errors.NotFound:  # the agent or Mood went meanwhile: the turn runs with none
-        return {key: settings.KEYS[key].default for key in ("model", "effort", "rules")}
+        return {key: settings.KEYS[key].default for key in TURN_KEYS}
+
+
+TURN_KEYS = ("model", "effort", "rules", "persona", "session_tokens", "max_tool_calls",
+             "archive_after")
+
+
+def kept_history(claimed: turns.Claimed, here: dict, now: dt.datetime) -> tuple[Optional[str], str]:
+    """The session and conversation a model agent resumes: none once the session sat unused
+    longer than ``archive_after`` (the wake then carries the full catch-up)."""
+    fresh = (claimed.session_at is not None and here["archive_after"]
+             and claimed.session_at >= now - dt.timedelta(seconds=here["archive_after"]))
+    return (claimed.session, claimed.history) if fresh else (None, "")
+
+
+def toolbox_for(store: Store, claimed: turns.Claimed, clock, max_calls: int):
+    """The turn's tools, for wakers that call them."""
+    from poller import tools
+
+    return tools.for_turn(store, claimed, clock, max_calls=max_calls)
 
 
 def run_turn(store: Store, cfg: Config, wake_id: int,
@@ -179,16 +198,22 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
     able = registry.capabilities(agent.waker)
     progress = Progress(store, wake_id) if able.reports_progress else None
     here = mood_settings(store, claimed, clock())
+    session, history = claimed.session, ""
+    if able.keeps_history:
+        session, history = kept_history(claimed, here, clock())
+    toolbox = (toolbox_for(store, claimed, clock, here["max_tool_calls"])
+               if able.calls_tools and here["max_tool_calls"] else None)
     turn = wakers.TurnRequest(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
                        timeout=timeout_for(agent, claimed.tools, cfg.poller),
                        silence_limit=(cfg.poller.silence_limit or None) if claimed.tools == "full"
                        else None,
-                       workdir=agent.workdir, session=claimed.session,
+                       workdir=agent.workdir, session=session,
                        pass_env=tuple(n.strip() for n in cfg.poller.agent_env.split(",")
                                       if n.strip()),
                        model=here["model"], effort=here["effort"], rules=here["rules"],
-                       on_progress=progress)
+                       on_progress=progress, history=history, persona=here["persona"],
+                       session_tokens=here["session_tokens"], toolbox=toolbox)
     done = threading.Event()
     every = min(HEARTBEAT_S, cfg.poller.turn_stale / 4)
     threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every, cancel),
@@ -224,7 +249,8 @@ def run_waker(store: Store, agent, turn: wakers.TurnRequest, cancel: threading.E
 def prices_for(agent, cfg: PollerConfig) -> Optional[settling.Prices]:
     """What an agent's tokens cost, for agents whose waker reports no cost of its own
     (Claude Code reports its turns' cost; command and HTTP agents are priced by token counts)."""
-    if registry.capabilities(agent.waker).reports_cost or not (cfg.usd_per_mtok_in
+    able = registry.capabilities(agent.waker)
+    if (able.reports_cost and not able.reports_tokens) or not (cfg.usd_per_mtok_in
                                                                or cfg.usd_per_mtok_out):
         return None
     return settling.Prices(cfg.usd_per_mtok_in, cfg.usd_per_mtok_out)

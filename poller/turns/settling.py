@@ -48,7 +48,7 @@ def settle_outcome(store: Store, wake_id: int, outcome, now: dt.datetime,
         turn = turns.begin_settling(s, wake_id)
         if turn.status != WakeStatus.RUNNING:
             return turn.status  # already closed (an emergency stop got there first)
-        turns.keep_session(s, turn, outcome.session, outcome.cost, now)
+        turns.keep_session(s, turn, outcome.session, outcome.cost, now, outcome)
         if outcome.status != WakeStatus.REPLIED:
             return ended_badly(s, store.counter, turn, outcome, now)
         output = blocks.output_for(turn.kind)
@@ -70,7 +70,10 @@ def replied(s, counter, turn: turns.Ending, outcome, now: dt.datetime,
         return turns.end(s, counter, turn.id, WakeStatus.FAILED,
                          f"its reply could not be posted: {exc}", now)
     if outcome.cost is None and prices is not None:
-        turns.price(s, turn.id, prices.cost(turn.prompt_tokens, done.tokens))
+        tokens_in = getattr(outcome, "tokens_in", None)
+        tokens_out = getattr(outcome, "tokens_out", None)
+        turns.price(s, turn.id, prices.cost(turn.prompt_tokens if tokens_in is None else tokens_in,
+                                            done.tokens if tokens_out is None else tokens_out))
     apply_blocks(s, counter, done.turn, parsed, now)
     turns.finish(s, turn.id, now, silent=reply.kind == "silent")
     return done.turn.status

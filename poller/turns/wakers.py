@@ -72,6 +72,13 @@ class TurnRequest:
     rules: str = ""  # for wakers whose instructions do not come in the wake (instructions_in_wake)
     # Told what the turn is doing as it goes (reports_progress: e.g. the tool in use), names only.
     on_progress: Optional[Callable[[str], None]] = field(default=None, compare=False, repr=False)
+    # For wakers that keep the conversation themselves (keeps_history): the kept one, as
+    # JSON ("" : none, a fresh session), and the Mood's settings for it.
+    history: str = field(default="", repr=False)
+    persona: str = ""
+    session_tokens: int = 32_000
+    # For wakers that call tools (calls_tools): the turn's poller.tools.Toolbox.
+    toolbox: Optional[object] = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,13 @@ class TurnResult:
     cost: Optional[float] = None
     public: str = ""  # the kind of failure alone, for the system post in the Mood
     unseen: bool = False  # the agent never took the wake in (e.g. its session was gone)
+    # Wakers that keep the conversation (keeps_history): the one to keep (None: unchanged),
+    # its size, and whether it was compacted (the next wake then carries the full catch-up).
+    history: Optional[str] = field(default=None, repr=False)
+    history_tokens: Optional[int] = None
+    compacted: bool = False
+    tokens_in: Optional[int] = None  # as the provider counted them (reports_tokens)
+    tokens_out: Optional[int] = None
 
 
 class Waker:
@@ -104,6 +118,9 @@ class Waker:
     reports_cost: ClassVar[bool] = False  # its Outcome carries the turn's cost
     reports_progress: ClassVar[bool] = False  # calls ``Turn.on_progress`` as it goes
     instructions_in_wake: ClassVar[bool] = True  # the Mood's rules go in the wake (else Turn.rules)
+    keeps_history: ClassVar[bool] = False  # its conversation is kept in the store (Turn.history)
+    calls_tools: ClassVar[bool] = False  # gets the turn's toolbox (Turn.toolbox)
+    reports_tokens: ClassVar[bool] = False  # its Outcome carries the provider's token counts
 
     @classmethod
     def from_agent(cls, agent) -> "Waker":
