@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hmac
+import json
 import logging
 import time
 from typing import Callable, Optional
@@ -147,7 +148,8 @@ class MatrixService:
                                   aiohttp_params={"client_max_size": MAX_TRANSACTION})
         router = self.appservice.app.router
         for prefix in ("/_matrix/app/v1", ""):
-            router.add_put(prefix + "/transactions/{txn}", self._transaction)
+            # A txnId is any text ("{txn}" alone would not match one with a brace).
+            router.add_put(prefix + "/transactions/{txn:[^/]+}", self._transaction)
             router.add_get(prefix + "/users/{user}", self._query)
             router.add_get(prefix + "/rooms/{alias}", self._query)
         router.add_post("/_matrix/app/v1/ping", self._ping)
@@ -159,15 +161,17 @@ class MatrixService:
     def _authorized(self, request) -> bool:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ")
         given = given or request.query.get("access_token", "")
-        return hmac.compare_digest(given.encode(), self.cfg.hs_token.encode())
+        # A header's bytes that are not UTF-8 come as surrogates: a wrong token, no 500.
+        return hmac.compare_digest(given.encode("utf-8", "surrogatepass"),
+                                   self.cfg.hs_token.encode())
 
     async def _transaction(self, request):
         web = self._web
         if not self._authorized(request):
             return web.json_response({"errcode": "M_FORBIDDEN", "error": "bad hs_token"},
                                      status=403)
-        try:
-            events = matrix.transaction_events(await request.json())
+        try:  # JSON is UTF-8, whatever charset the Content-Type names (one unknown is no 500)
+            events = matrix.transaction_events(json.loads((await request.read()).decode()))
         except (ValueError, RecursionError):
             return web.json_response({"errcode": "M_NOT_JSON", "error": "not JSON"}, status=400)
         except errors.UserError as exc:
