@@ -43,9 +43,11 @@ def wakes(store: Store, mood: Optional[str] = None, agent: Optional[str] = None,
 def wake(store: Store, wake_id: int) -> dict:
     with store.reading() as s:
         w = ops.wake(s, wake_id)
+        u = ops.usage(s, wake_id) if w is not None else None
     if w is None:
         raise errors.NotFound(f"no wake {wake_id}")
-    return _wake_json(w, full=True)
+    return _wake_json(w, full=True) | {"usage": None if u is None else {
+        "tokens_in": u.tokens_in, "tokens_out": u.tokens_out, "cost_usd": u.cost_usd}}
 
 
 def _scram(s) -> Optional[dict]:
@@ -179,6 +181,7 @@ def status(store: Store, now: dt.datetime) -> dict:
         out = _away(s, now)
         scheduled = _scheduled(s)
         undelivered = _undelivered(s)
+        spent = ops.spent_since(s, now - dt.timedelta(hours=24))
     agents = []
     for agent_id, handle in o.agents.items():
         at_work = [w.mood for w in o.in_flight if w.agent == handle]
@@ -201,6 +204,7 @@ def status(store: Store, now: dt.datetime) -> dict:
                 **said, "at": iso(said["at"]),
                 "code": law.Decision(said["outcome"], said["reason"]).code},
             "away": out.get(agent_id),
+            "spent_24h": _spent_json(spent.get(agent_id)),
         })
     return {"scram": scram, "agents": sorted(agents, key=lambda a: a["handle"].lower()),
             "in_flight": [{"id": w.id, "agent": w.agent, "mood": w.mood, "kind": w.kind,
@@ -211,6 +215,12 @@ def status(store: Store, now: dt.datetime) -> dict:
                          for d in o.due],
             "quarantined": aside, "scheduled": scheduled, "undelivered": undelivered,
             **pollers}
+
+
+def _spent_json(u: Optional[ops.Usage]) -> dict:
+    """Tokens in and out and US dollars of an agent's turns (zeros for none)."""
+    return {"tokens_in": u.tokens_in if u else 0, "tokens_out": u.tokens_out if u else 0,
+            "usd": round(u.cost_usd, 6) if u else 0.0}
 
 
 def _scheduled(s) -> list[dict]:

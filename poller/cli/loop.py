@@ -195,6 +195,13 @@ def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
         return
     common.echo(f"wake {w['id']}: {w['agent']} in {w['mood']}, {w['kind']}, tools {w['tools']}, "
                f"{w['status']}, dials {w['dial_source']}, {w['prompt_tokens']} tokens")
+    u = w.get("usage") or {}
+    spent = ", ".join(filter(None, [
+        u.get("tokens_in") is not None and f"{u['tokens_in']} tokens in",
+        u.get("tokens_out") is not None and f"{u['tokens_out']} out",
+        u.get("cost_usd") is not None and f"${u['cost_usd']:.4f}"]))
+    if spent:
+        common.echo(f"turn: {spent}")
     if w["error"]:
         common.echo(f"note: {w['error']}")
     common.echo(w["text"])
@@ -310,7 +317,8 @@ def status(app: App, as_json: bool) -> None:
         common.echo(f"{a['handle']}: {a['state']}{out}; at work in {where}; holding in {held}; "
                     f"{a['owed']} mention(s) owed"
                     + (f", {a['left_unanswered']} left unanswered by a cut-off turn"
-                       if a["left_unanswered"] else ""))
+                       if a["left_unanswered"] else "")
+                    + _spent_line(a["spent_24h"]))
     common.echo(f"turns in flight: {len(st['in_flight'])}")
     for w in st["in_flight"]:
         doing = f": {w['progress']}" if w["progress"] else ""
@@ -360,3 +368,11 @@ def scram(app: App, lift: bool, by: str | None, as_json: bool) -> None:
 
 
 COMMANDS = [tick, run, wakes, why, status, scram]
+
+
+def _spent_line(spent: dict) -> str:
+    """What an agent's turns of the last 24 hours cost, where anything was counted."""
+    if not (spent["tokens_in"] or spent["tokens_out"] or spent["usd"]):
+        return ""
+    return (f"; last 24 h: {spent['tokens_in']:,} tokens in, {spent['tokens_out']:,} out, "
+            f"${spent['usd']:.4f}")

@@ -17,7 +17,7 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import sqlalchemy as sa
@@ -348,6 +348,8 @@ class Figures:
     owed: int
     dial_fetched_at: Optional[dt.datetime]
     moods: int
+    # Per agent: (tokens in, tokens out, US dollars) of its turns, as recorded.
+    spent: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -397,7 +399,12 @@ def figures(store: Store) -> Figures:
         owed = s.scalar(sa.select(sa.func.count()).select_from(Owed)) or 0
         fetched = s.scalar(sa.select(sa.func.max(DialCache.fetched_at)))
         moods = s.scalar(sa.select(sa.func.count()).select_from(Mood)) or 0
-    return Figures(wakes, durations, tokens, holds, owed, fetched, moods)
+        spent = {handle: (int(i or 0), int(o or 0), float(c or 0)) for handle, i, o, c in s.execute(
+            sa.select(Participant.handle, sa.func.sum(Turn.tokens_in), sa.func.sum(Turn.tokens_out),
+                      sa.func.sum(Turn.cost_usd))
+            .join(Wake, Wake.id == Turn.wake_id).join(Participant, Participant.id == Wake.agent_id)
+            .group_by(Participant.handle))}
+    return Figures(wakes, durations, tokens, holds, owed, fetched, moods, spent)
 
 
 def ping(store: Store) -> None:

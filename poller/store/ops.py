@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, Trust
-from poller.models import Agent, DecisionRow, Listener, Mention, Mood, Owed, Participant, Post, Wake
+from poller.models import (Agent, DecisionRow, Listener, Mention, Mood, Owed, Participant, Post,
+                           Turn, Wake)
 from poller.store import cycle
 
 
@@ -84,6 +85,29 @@ def wake(s: Session, wake_id: int) -> Optional[WakeRecord]:
         return None
     handles, slugs = _names(s)
     return _record(s, w, handles, slugs)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a turn cost: tokens in and out (as its provider counted them), dollars."""
+
+    tokens_in: Optional[int]
+    tokens_out: Optional[int]
+    cost_usd: Optional[float]
+
+
+def usage(s: Session, wake_id: int) -> Optional[Usage]:
+    t = s.get(Turn, wake_id)
+    return None if t is None else Usage(t.tokens_in, t.tokens_out, t.cost_usd)
+
+
+def spent_since(s: Session, since: dt.datetime) -> dict[int, Usage]:
+    """Each agent's tokens in and out and dollars, of its turns that ended since *since*."""
+    q = (sa.select(Wake.agent_id, sa.func.sum(Turn.tokens_in), sa.func.sum(Turn.tokens_out),
+                   sa.func.sum(Turn.cost_usd))
+         .join(Turn, Turn.wake_id == Wake.id).where(Wake.finished_at >= since)
+         .group_by(Wake.agent_id))
+    return {a: Usage(int(i or 0), int(o or 0), float(c or 0)) for a, i, o, c in s.execute(q)}
 
 
 @dataclass(frozen=True)

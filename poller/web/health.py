@@ -52,7 +52,8 @@ def facts(store, now: dt.datetime, dials=None, interval: Optional[float] = None)
 def metrics_text(store, now: dt.datetime) -> bytes:
     """The store's figures in Prometheus' text format."""
     from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+    from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                       HistogramMetricFamily)
 
     f = access.figures(store)
     beat = access.last_beat(store)
@@ -76,6 +77,16 @@ def metrics_text(store, now: dt.datetime) -> bytes:
             yield GaugeMetricFamily("mood_poller_mentions_owed", "Mentions owed an answer",
                                     value=f.owed)
             yield GaugeMetricFamily("mood_poller_moods", "Moods", value=f.moods)
+            tokens = CounterMetricFamily("mood_poller_turn_tokens", "Tokens of agents' turns as "
+                                         "their providers counted them", labels=["agent", "way"])
+            usd = CounterMetricFamily("mood_poller_turn_cost_usd", "US dollars agents' turns "
+                                      "cost", labels=["agent"])
+            for handle, (tin, tout, cost) in sorted(f.spent.items()):
+                tokens.add_metric([handle, "in"], tin)
+                tokens.add_metric([handle, "out"], tout)
+                usd.add_metric([handle], cost)
+            yield tokens
+            yield usd
             if beat is not None:
                 yield GaugeMetricFamily("mood_poller_cycle_duration_seconds",
                                         "How long the last cycle took", value=beat.took)
