@@ -116,8 +116,23 @@ def build_world(store: Store, command: str, now: dt.datetime) -> None:
         store.set_setting(key, value, now, mood=mood, agent=agent, note="demo")
 
 
-def run(directory: Optional[str] = None, echo: Callable[[str], None] = print) -> dict:
-    """Play the script; returns a summary (db URL, wake ids by kind, replies)."""
+MODEL_AGENT = "sage"  # the model agent `demo --model` adds beside the echo agents
+MODEL_QUESTION = "@sage in two sentences: what is this place, and what can you do here?"
+MODEL_TIMEOUT_S = 180.0
+
+
+def add_model_agent(store: Store, options: dict, now: dt.datetime) -> None:
+    """The model agent ``demo --model`` adds (options as ``agent add --model`` keeps them)."""
+    from poller.turns.model import ModelWaker
+
+    store.add_agent(MODEL_AGENT, now, waker=ModelWaker.name, timeout=MODEL_TIMEOUT_S,
+                    options=options, shape=ModelWaker)
+
+
+def run(directory: Optional[str] = None, echo: Callable[[str], None] = print,
+        model: Optional[dict] = None) -> dict:
+    """Play the script; returns a summary (db URL, wake ids by kind, replies).  With *model*
+    (a model agent's options), a model agent answers one more question at the end."""
     where = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="mood-poller-demo-"))
     where.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{where / 'moods.db'}"
@@ -131,7 +146,14 @@ def run(directory: Optional[str] = None, echo: Callable[[str], None] = print) ->
         echo(f"Moods: {', '.join(s for s, _ in MOODS)}; people: "
              f"{', '.join(h for h, _ in PEOPLE)}; agents: {', '.join(AGENTS)} "
              "(both run the bundled example agent)\n")
-        summary = _play(store, cfg, echo)
+        script = SCRIPT
+        if model:
+            add_model_agent(store, model, T0)
+            script = SCRIPT + (Scene(900, "ada", "lobby", MODEL_QUESTION,
+                                     note=f"a language model agent ({model['model']}) is asked"),
+                               Scene(901))
+            echo(f"and {MODEL_AGENT}, a language model agent ({model['model']})\n")
+        summary = _play(store, cfg, echo, script)
     finally:
         engine.dispose()
     summary["db_url"] = url
@@ -139,12 +161,12 @@ def run(directory: Optional[str] = None, echo: Callable[[str], None] = print) ->
     return summary
 
 
-def _play(store: Store, cfg: Config, echo: Callable[[str], None]) -> dict:
+def _play(store: Store, cfg: Config, echo: Callable[[str], None], script=SCRIPT) -> dict:
     # Turns run in this process: the agents are still real subprocesses.
     poller = loop.Poller(store, cfg, launcher=launch.ThreadLauncher(store, cfg))
     summary: dict = {"wakes": {}, "replies": []}
     try:
-        for step in SCRIPT:
+        for step in script:
             now = T0 + dt.timedelta(seconds=step.seconds)
             clock = f"[+{int(step.seconds):>3}s]"
             if step.note:
@@ -162,7 +184,8 @@ def _play(store: Store, cfg: Config, echo: Callable[[str], None]) -> dict:
                 echo(f"\n{clock} WAKE {w.wake_id}: {w.agent} in {w.mood}, {w.kind} "
                      f"(tools {w.tools})")
                 echo(_indent(abridge(w.text)))
-            poller.wait(60)
+            poller.wait(MODEL_TIMEOUT_S + 10 if any(w.agent == MODEL_AGENT for w in report.wakes)
+                        else 60)
             for w in report.wakes:
                 summary["replies"].append(_reply(store, w.wake_id, clock, echo))
             if report.wakes:
@@ -203,6 +226,15 @@ def _next_steps(url: str, echo: Callable[[str], None]) -> None:
     echo(f"  mood-poller --db {db_arg} status")
 
 
+def store_has_model(store: Store) -> bool:
+    from poller import errors
+
+    try:
+        return store.agent(MODEL_AGENT).waker == "model"
+    except errors.NotFound:
+        return False
+
+
 def serve(url: str, port: int = 8470, echo: Callable[[str], None] = print) -> None:
     """After the script (``demo --serve``): the web page on the demo's Moods, with the poller
     running, until Ctrl-C; ada (an operator here) signs in with the printed link.
@@ -224,7 +256,9 @@ def serve(url: str, port: int = 8470, echo: Callable[[str], None] = print) -> No
         def announce(base: str) -> None:
             echo(f"\nThe demo's Moods are live at {base} (this machine only). Sign in as ada "
                  f"(an operator): open this link and press Sign in:\n\n    {base}signin#token={token}\n\n"
-                 "Mention @helper in the lobby and watch it answer; Ctrl-C stops.")
+                 "Mention @helper in the lobby and watch it answer"
+                 + (f" (or @{MODEL_AGENT}, the language model)" if store_has_model(store) else "")
+                 + "; Ctrl-C stops.")
 
         serving.run(store, cfg, Clock(), host="127.0.0.1", port=port, with_poller=True,
                     interval=cfg.poller.interval, announce=announce)

@@ -182,9 +182,14 @@ def kept_history(claimed: turns.Claimed, here: dict, now: dt.datetime) -> tuple[
 
 def toolbox_for(store: Store, claimed: turns.Claimed, clock, max_calls: int):
     """The turn's tools, for wakers that call them."""
-    from poller import tools
+    try:
+        from poller import tools
 
-    return tools.for_turn(store, claimed, clock, max_calls=max_calls)
+        return tools.for_turn(store, claimed, clock, max_calls=max_calls)
+    except Exception:  # the turn still runs, without tools, and says why in the log
+        log.exception("turn %s: its tools could not be made ready; it runs without them",
+                      claimed.wake_id)
+        return None
 
 
 def run_turn(store: Store, cfg: Config, wake_id: int,
