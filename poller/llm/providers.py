@@ -11,6 +11,7 @@ runs; a local server needs none.  Checking a spec (:func:`parse`) imports nothin
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -103,23 +104,37 @@ def with_model(spec: Spec, override: str) -> Spec:
     return parse(f"{spec.provider}:{override}", spec.base_url, spec.api_key_env)
 
 
+@functools.cache
+def _tls() -> "ssl.SSLContext":
+    """One TLS context per process: loading the system's certificates costs tens of
+    milliseconds, and a turn makes a client of its own."""
+    import ssl
+
+    return ssl.create_default_context()
+
+
 def build(spec: Spec, *, timeout: float, max_retries: int = 3, environ=None):
-    """The pydantic-ai model for *spec*, its client bounded by *timeout* seconds a request
-    and retrying 429s and 5xx *max_retries* times with backoff (honouring Retry-After)."""
+    """The pydantic-ai model for *spec* and its client (close it when the turn ends),
+    bounded by *timeout* seconds a request and retrying 429s and 5xx *max_retries* times
+    with backoff (honouring Retry-After); redirects are not followed."""
     key = spec.key(environ)
     wire = PROVIDERS[spec.provider].wire
     if wire == "anthropic":
-        from anthropic import AsyncAnthropic
+        import anthropic
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        client = AsyncAnthropic(api_key=key or "not-needed", base_url=spec.url or None,
-                                max_retries=max_retries, timeout=timeout)
-        return AnthropicModel(spec.model, provider=AnthropicProvider(anthropic_client=client))
-    from openai import AsyncOpenAI
+        http = anthropic.DefaultAsyncHttpxClient(verify=_tls(), timeout=timeout,
+                                                 follow_redirects=False)
+        client = anthropic.AsyncAnthropic(api_key=key or "not-needed", base_url=spec.url or None,
+                                          max_retries=max_retries, timeout=timeout,
+                                          http_client=http)
+        return AnthropicModel(spec.model, provider=AnthropicProvider(anthropic_client=client)), client
+    import openai
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    client = AsyncOpenAI(api_key=key or "not-needed", base_url=spec.url or None,
-                         max_retries=max_retries, timeout=timeout)
-    return OpenAIChatModel(spec.model, provider=OpenAIProvider(openai_client=client))
+    http = openai.DefaultAsyncHttpxClient(verify=_tls(), timeout=timeout, follow_redirects=False)
+    client = openai.AsyncOpenAI(api_key=key or "not-needed", base_url=spec.url or None,
+                                max_retries=max_retries, timeout=timeout, http_client=http)
+    return OpenAIChatModel(spec.model, provider=OpenAIProvider(openai_client=client)), client

@@ -135,39 +135,45 @@ class Run:
             self.turn.on_progress(doing)
 
     def go(self) -> TurnResult:
+        import asyncio
+
+        return asyncio.run(self._go())
+
+    async def _go(self) -> TurnResult:
         from pydantic_ai import Agent, CancellationToken
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
         from pydantic_ai.usage import UsageLimits
 
         history, session = self.history()
-        model = self.model = providers.build(self.spec, timeout=min(REQUEST_TIMEOUT_S, self.timeout),
-                                max_retries=RETRIES)
+        self.model, client = providers.build(self.spec, timeout=min(REQUEST_TIMEOUT_S, self.timeout),
+                                             max_retries=RETRIES)
         box = self.turn.toolbox
-        agent = Agent(model, instructions=self.instructions, tools=self.tools(box))
+        agent = Agent(self.model, instructions=self.instructions, tools=self.tools(box))
         token = CancellationToken()
         ended = threading.Event()
         threading.Thread(target=self._watch, args=(token, ended), daemon=True).start()
         calls = box.max_calls if box is not None else 0
         self.progress("thinking…")
         try:
-            result = agent.run_sync(
-                self.turn.text, message_history=history, timeout=self.timeout,
-                cancellation_token=token,
-                usage_limits=UsageLimits(request_limit=calls + 3, tool_calls_limit=None))
-        except Exception as exc:  # the provider or the library said no: one line, no key
-            return self.failed(exc)
+            try:
+                result = await agent.run(
+                    self.turn.text, message_history=history, timeout=self.timeout,
+                    cancellation_token=token,
+                    usage_limits=UsageLimits(request_limit=calls + 3, tool_calls_limit=None))
+            except Exception as exc:  # the provider or the library said no: one line, no key
+                return self.failed(exc)
+            reply = result.output if isinstance(result.output, str) else str(result.output)
+            if box is not None and box.blocks:
+                reply = "\n\n".join([reply.rstrip(), *box.blocks])
+            messages = result.all_messages()
+            tokens_in, tokens_out, cost = self.usage(result.new_messages())
+            held = last_size(messages)
+            compacted = False
+            if held > self.turn.session_tokens:
+                messages, compacted = await self.compact(messages, token)
         finally:
             ended.set()
-        reply = result.output if isinstance(result.output, str) else str(result.output)
-        if box is not None and box.blocks:
-            reply = "\n\n".join([reply.rstrip(), *box.blocks])
-        messages = result.all_messages()
-        tokens_in, tokens_out, cost = self.usage(result.new_messages())
-        held = last_size(messages)
-        compacted = False
-        if held > self.turn.session_tokens:
-            messages, compacted = self.compact(agent, messages, token)
-        from pydantic_ai.messages import ModelMessagesTypeAdapter
-
+            await client.close()
         kept = ModelMessagesTypeAdapter.dump_json(messages).decode()
         return TurnResult("replied", reply=reply, session=session, cost=cost,
                           note="; ".join(self.notes), history=kept,
@@ -257,18 +263,17 @@ class Run:
             cost = None
         return tokens_in, tokens_out, cost
 
-    def compact(self, agent, messages: list, token) -> tuple[list, bool]:
+    async def compact(self, messages: list, token) -> tuple[list, bool]:
         """The conversation with its older part replaced by the model's own summary; the
         whole of it kept, with a note, if no summary could be had."""
-        from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
-
         from pydantic_ai import Agent
+        from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
         self.progress("summarising its conversation")
         try:
-            summary = Agent(self.model, instructions=self.instructions).run_sync(
+            summary = (await Agent(self.model, instructions=self.instructions).run(
                 SUMMARY_PROMPT, message_history=messages, cancellation_token=token,
-                timeout=max(5.0, min(60.0, self.deadline - time.monotonic()))).output
+                timeout=max(5.0, min(60.0, self.deadline - time.monotonic())))).output
         except Exception as exc:
             self.notes.append(f"the conversation could not be summarised ({type(exc).__name__}); "
                               f"it was kept whole")
