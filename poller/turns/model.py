@@ -163,8 +163,8 @@ class Run:
             except Exception as exc:  # the provider or the library said no: one line, no key
                 return self.failed(exc)
             reply = result.output if isinstance(result.output, str) else str(result.output)
-            if box is not None and box.blocks:
-                reply = "\n\n".join([reply.rstrip(), *box.blocks])
+            if box is not None and box.blocks:  # settled as reply blocks, by their own code
+                reply = box.reply_with_blocks(reply)
             messages = result.all_messages()
             tokens_in, tokens_out, cost = self.usage(result.new_messages())
             held = last_size(messages)

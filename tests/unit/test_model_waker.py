@@ -29,7 +29,11 @@ def turn(**kw) -> TurnRequest:
 
 
 def run_with(fn, t: TurnRequest, monkeypatch, options=None):
-    monkeypatch.setattr(providers, "build", lambda spec, **kw: FunctionModel(fn))
+    class Client:
+        async def close(self):
+            pass
+
+    monkeypatch.setattr(providers, "build", lambda spec, **kw: (FunctionModel(fn), Client()))
     waker = model_waker.ModelWaker(options or {"model": "openai:gpt-test",
                                                "base_url": "http://127.0.0.1:9/v1"})
     return waker.run(t, lambda pgid: None, threading.Event())
@@ -100,6 +104,9 @@ class Box:
             ToolSpec("set_alarm", "Set an alarm.", {
                 "type": "object", "properties": {"daily": {"type": "string"}},
                 "required": ["daily"], "additionalProperties": False}, True)]
+
+    def reply_with_blocks(self, reply):
+        return "\n\n".join([reply.rstrip(), *self.blocks])
 
     def call(self, name, args):
         self.calls.append((name, args))
