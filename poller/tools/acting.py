@@ -48,7 +48,8 @@ def _block(kind: str, head: list[tuple[str, str]], body: str | None = None) -> s
 def _accept(box: Toolbox, kind: str, text: str) -> Any:
     """The block's value as the parser reads it, or ToolError with its refusal."""
     if kind in box.block_kinds:
-        raise ToolError(f"a {kind} block was already accepted this turn, and a reply carries "
+        a = "an" if kind[0] in "aeiou" else "a"
+        raise ToolError(f"{a} {kind} block was already accepted this turn, and a reply carries "
                         f"one {kind} block")
     parsed = blocks.parse(text, tools=box.tools)
     for r in parsed.refused:
