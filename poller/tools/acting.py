@@ -24,7 +24,7 @@ from poller import errors, settings
 from poller.away import catalog
 from poller.schedules import alarms, timing
 from poller.store import absences, reads, turns
-from poller.tools import Tool, ToolError, ToolSpec, Toolbox, register, schema
+from poller.tools.registry import Tool, ToolError, ToolSpec, Toolbox, register, schema
 from poller.turns import blocks
 
 FENCE = "```"
