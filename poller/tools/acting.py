@@ -17,6 +17,7 @@ A reply carries one block of each kind, so each tool is accepted once a turn.
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from typing import Any
 
@@ -26,6 +27,7 @@ from poller.schedules import alarms, timing
 from poller.store import absences, reads, turns
 from poller.tools.registry import Tool, ToolError, ToolSpec, Toolbox, register, schema
 from poller.turns import blocks
+from poller.wake import lines
 
 FENCE = "```"
 
@@ -65,6 +67,11 @@ def _keep(box: Toolbox, kind: str, text: str, done: str) -> str:
     box.blocks.append(text)
     box.block_kinds.append(kind)
     return f"ok: {done}; it is applied when your reply is posted (a refusal then is said there)."
+
+
+def _told(spec: ToolSpec, more: str) -> ToolSpec:
+    """*spec* with this turn's choices added to its description (as one safe line)."""
+    return dataclasses.replace(spec, description=f"{spec.description} {lines.one_line(more, 600)}")
 
 
 # -- handoff -------------------------------------------------------------------------------
@@ -219,7 +226,10 @@ register(Tool(ToolSpec(
                          "description": "one of your activities' ids (your wake lists them)"},
             "note": {"type": "string", "description": "why you go (one line, optional)"}},
            ("activity",)),
-    acting=True), go_away, offered=_no_catalog))
+    acting=True), go_away, offered=_no_catalog,
+    tailor=lambda box, spec: _told(spec, "Yours: " + "; ".join(
+        f"{e.id} ({e.label}, {e.duration[0]}-{e.duration[1]} minutes)"
+        for e in _catalog(box).entries) + ".")))
 
 
 # -- checkin -------------------------------------------------------------------------------
@@ -260,4 +270,5 @@ register(Tool(ToolSpec(
                            "description": "whose agreement (needed when several people have "
                                           "one here)"}},
            ("quote",)),
-    acting=True), checkin, offered=_no_agreement))
+    acting=True), checkin, offered=_no_agreement,
+    tailor=lambda box, spec: _told(spec, "Agreements here: " + ", ".join(_people(box)) + ".")))

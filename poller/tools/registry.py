@@ -41,12 +41,14 @@ class Tool:
     """One registered tool: its spec, what it does, and when it is offered.
 
     ``run(box, args)`` returns the text the model reads; ``offered(box)`` returns
-    why the tool does not apply to this turn's agent and Mood ("" when it does).
+    why the tool does not apply to this turn's agent and Mood ("" when it does);
+    ``tailor(box, spec)`` returns the spec as this turn is told it (its choices named).
     """
 
     spec: ToolSpec
     run: Callable[["Toolbox", dict], str]
     offered: Optional[Callable[["Toolbox"], str]] = None
+    tailor: Optional[Callable[["Toolbox", ToolSpec], ToolSpec]] = None
 
 
 _TOOLS: dict[str, Tool] = {}
@@ -154,12 +156,13 @@ class Toolbox:
             try:
                 if tool.offered is not None and tool.offered(self):
                     continue
+                spec = tool.tailor(self, tool.spec) if tool.tailor is not None else tool.spec
             except Exception:  # a store that cannot be read offers no such tool
                 log.warning("could not tell whether %s applies to wake %s", tool.spec.name,
                             self.wake_id, exc_info=True,
                             extra={"action": "tool_offer_failed", "wake_id": self.wake_id})
                 continue
-            out.append(tool.spec)
+            out.append(spec)
         return out
 
     # -- a call -----------------------------------------------------------------------------

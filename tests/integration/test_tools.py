@@ -311,7 +311,8 @@ def test_go_away_and_checkin_apply_where_the_organs_say(world, tmp_path):
     world.store.set_agent("bot", options={"activities": str(cat)})
     claimed = world.turn()
     box = world.box(claimed)
-    assert "go_away" in [s.name for s in box.specs()]
+    (away,) = [s for s in box.specs() if s.name == "go_away"]
+    assert away.description.endswith("Yours: walk (out for a walk, 20-30 minutes).")
     assert box.call("go_away", {"activity": "swim"}) == \
         "error: there is no activity 'swim' in your catalog (yours: walk)"
     assert box.call("go_away", {"activity": "walk", "note": "a break"}).startswith(
@@ -322,7 +323,8 @@ def test_go_away_and_checkin_apply_where_the_organs_say(world, tmp_path):
                      when="20:00", tz="UTC", grace=60, cutoff=120, contact_email=None,
                      now=t(50))
     box = world.box(claimed)
-    assert "checkin" in [s.name for s in box.specs()]
+    (spec,) = [s for s in box.specs() if s.name == "checkin"]
+    assert spec.description.endswith("Agreements here: ada.")
     assert box.call("checkin", {"quote": "what now", "for_person": "bob"}) == \
         "error: there is no active check-in agreement for bob with you in this Mood"
     assert box.call("checkin", {"quote": "what now"}).startswith("ok: a check-in for ada")
