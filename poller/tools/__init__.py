@@ -3,7 +3,8 @@
 A :class:`Toolbox` is the tools of one turn, bound to the store, the agent, the
 Mood and the turn's tools tier.  Reading tools (:mod:`poller.tools.reading`)
 read the store and never write it; a look-only turn gets only these.  Acting
-tools (:mod:`poller.tools.acting`, full-tool turns only) never write the store
+tools (full-tool turns only: the core's in :mod:`poller.tools.acting`, each organ's in
+its own ``tools`` module, declared by its ``organ`` module) never write the store
 either: each writes the reply block its action is (```` ```alarm ````,
 ```` ```handoff ````...), checked by the block registry's own parser
 (:func:`poller.turns.blocks.parse`), and keeps it in :attr:`Toolbox.blocks`;

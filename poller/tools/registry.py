@@ -52,6 +52,7 @@ class Tool:
 
 
 _TOOLS: dict[str, Tool] = {}
+_loaded = False
 
 
 def register(tool: Tool) -> Tool:
@@ -62,7 +63,18 @@ def register(tool: Tool) -> Tool:
 
 def registered() -> list[Tool]:
     """Every tool, reading ones first, each group in the order declared."""
+    _load()
     return sorted(_TOOLS.values(), key=lambda t: t.spec.acting)
+
+
+def _load() -> None:
+    """The organs declare their tools in their ``organ`` modules: load them, once."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from poller.cycle import organs  # (the organs import this module to register)
+
+        organs.load()
 
 
 def schema(properties: dict, required: tuple[str, ...] = ()) -> dict:
@@ -188,6 +200,7 @@ class Toolbox:
         if self.calls > self.max_calls:
             return ERROR + (f"too many tool calls: a turn may make {self.max_calls}; "
                             "write your reply now")
+        _load()
         tool = _TOOLS.get(name) if isinstance(name, str) else None
         if tool is None:
             return ERROR + (f"unknown tool {one_line(str(name), 60)!r} (this turn's tools: "
