@@ -358,3 +358,14 @@ def test_settling_a_reply_with_the_toolboxs_blocks_applies_them(world):
     assert "```alarm" not in posted.text and "```handoff" not in posted.text
     assert posted.text.endswith("print('hi')\n```")  # the open fence was closed, not the blocks'
     assert any("set alarm" in p.text for p in world.store.posts("lobby"))
+
+
+def test_a_process_that_imports_only_the_tools_knows_every_organs_tool():
+    # A runner or an MCP server imports poller.tools alone: the organs' tools are loaded too.
+    import subprocess
+
+    code = ("from poller import tools\n"
+            "print(' '.join(t.spec.name for t in tools.registered()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert out == READING + ["handoff", "change_settings", "go_away", "set_alarm", "checkin"]
