@@ -28,7 +28,8 @@ def _no_catalog(box: Toolbox) -> str:
 
 
 def go_away(box: Toolbox, args: dict) -> str:
-    text = acting.block("away", [("activity", args["activity"]), ("note", args.get("note") or "")])
+    text = acting.block("away", [("activity", args["activity"]),
+                                 ("note", args.get("note") or "")])
     a = acting.accept(box, "away", text)
     cat = _catalog(box)
     entry = cat.entry(a.activity)
@@ -38,8 +39,8 @@ def go_away(box: Toolbox, args: dict) -> str:
     with box.store.reading() as s:
         if absences.active_for(s, box.agent_id) is not None:
             raise ToolError("you are away from the screen already")
-    return acting.keep(box, "away", text, f"you go {entry.label} after your reply, which is your "
-                                    "goodbye")
+    return acting.keep(box, "away", text,
+                       f"you go {entry.label} after your reply, which is your goodbye")
 
 
 register(Tool(ToolSpec(

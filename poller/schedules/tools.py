@@ -29,7 +29,7 @@ def set_alarm(box: Toolbox, args: dict) -> str:
     except errors.UserError as exc:
         raise ToolError(str(exc).replace("--", "")) from None
     return acting.keep(box, "alarm", text, f"an alarm {a.kind} {a.when} {a.tz}, first due "
-                                     f"{timing.shown(first, a.tz)}")
+                       f"{timing.shown(first, a.tz)}")
 
 
 register(Tool(ToolSpec(
@@ -73,8 +73,8 @@ def checkin(box: Toolbox, args: dict) -> str:
         raise ToolError(f"there is no active check-in agreement for {c.person} with you in this "
                         "Mood" if not people else
                         "several people have agreements here: say whose with for_person")
-    return acting.keep(box, "checkin", text, f"a check-in for {people[0]} (it counts if the quote "
-                                       "is their own words from a post this turn answers)")
+    return acting.keep(box, "checkin", text, f"a check-in for {people[0]} (it counts if the "
+                       "quote is their own words from a post this turn answers)")
 
 
 register(Tool(ToolSpec(
@@ -87,4 +87,5 @@ register(Tool(ToolSpec(
                                           "one here)"}},
            ("quote",)),
     acting=True), checkin, offered=_no_agreement,
-    tailor=lambda box, spec: acting.told(spec, "Agreements here: " + ", ".join(_people(box)) + ".")))
+    tailor=lambda box, spec: acting.told(spec, "Agreements here: "
+                                         + ", ".join(_people(box)) + ".")))

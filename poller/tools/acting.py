@@ -5,7 +5,7 @@ declares its own next to its blocks (``set_alarm`` and ``checkin`` in
 :mod:`poller.schedules.tools`, ``go_away`` in :mod:`poller.away.tools`), with the
 helpers here.  Each builds the text of its block (```` ```handoff ````,
 ```` ```settings ````, ```` ```alarm ````...) from its
-arguments and run it through the block registry's parser
+arguments and runs it through the block registry's parser
 (:func:`poller.turns.blocks.parse`) with the turn's tools: a block it refuses
 is the model's error, with the parser's reason; one it accepts is kept in
 :attr:`poller.tools.Toolbox.blocks`, applied when the reply is posted, by the

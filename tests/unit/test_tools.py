@@ -61,7 +61,8 @@ def test_an_alarm_is_the_block_the_parser_reads_and_joins_the_reply():
         "ok: an alarm at 2026-12-24 18:00 Europe/Berlin, first due 2026-12-24 18:00 "
         "Europe/Berlin (Thu, UTC+01:00); it is applied when your reply is posted (a refusal "
         "then is said there).")
-    assert b.blocks == ["```alarm\nat: 2026-12-24 18:00\ntz: Europe/Berlin\nnote: the presents\n```"]
+    assert b.blocks == [
+        "```alarm\nat: 2026-12-24 18:00\ntz: Europe/Berlin\nnote: the presents\n```"]
     joined = b.reply_with_blocks("See you then.")
     assert joined == "See you then.\n\n" + b.blocks[0]
     parsed = blocks.parse(joined, tools="full")
