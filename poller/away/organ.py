@@ -7,7 +7,8 @@ the law; and its :class:`poller.cycle.presence.Presence` tells the cycle what an
 absence means for one wake: the law's ``away`` fact, the pings kept for the
 return, a judgment's state line, the activities on offer, fresh eyes.  Its
 reply block, ``away``, and the call back on a judgment's reply
-(:mod:`poller.away.replies`) are declared to :mod:`poller.turns.blocks`.  The
+(:mod:`poller.away.replies`) are declared to :mod:`poller.turns.blocks`, its tool
+``go_away`` to :mod:`poller.tools` (:mod:`poller.away.tools`).  The
 cycle finds all of it through :mod:`poller.cycle.organs`.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 
 from poller import away, kinds, law
-from poller.away import catalog, replies
+from poller.away import catalog, replies, tools  # noqa: F401  (declares go_away)
 from poller.away.absence import NUDGE_EVERY, come_back, nudges
 from poller.cycle import drafts, presence, stages
 from poller.kinds import KindSpec, WakeKind

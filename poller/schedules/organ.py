@@ -6,7 +6,8 @@ whatever the Mood's listening, pass through an absence, and are never
 cooled down.  Declared with :func:`poller.kinds.register` (see
 :mod:`poller.cycle.organs`).  Their reply blocks, ``alarm``, ``checkin`` and
 ``contact`` (:mod:`poller.schedules.replies`), are declared to
-:mod:`poller.turns.blocks`.
+:mod:`poller.turns.blocks`; its tools for a model agent's turn, ``set_alarm`` and
+``checkin``, to :mod:`poller.tools` (by importing :mod:`poller.schedules.tools`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from poller import kinds
 from poller.kinds import KindSpec, Tools, WakeKind
 from poller.cycle import stages
-from poller.schedules import agreements, mail, replies, scheduled
+from poller.schedules import agreements, mail, replies, scheduled, tools  # noqa: F401
 from poller.turns import blocks
 
 for order, name in ((90, WakeKind.ALARM), (91, WakeKind.CHECKIN_MISSED),

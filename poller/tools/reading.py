@@ -16,7 +16,7 @@ from typing import Optional
 
 from poller.store import tool_reads
 from poller.store.core import resolve_in
-from poller.tools import Tool, ToolError, ToolSpec, Toolbox, register, schema
+from poller.tools.registry import Tool, ToolError, ToolSpec, Toolbox, register, schema
 from poller.values import WakePost
 from poller.wake import lines
 
