@@ -418,6 +418,15 @@ def _validate(cfg: Config) -> None:
         raise errors.ConfigError("config: summarizer.kind = 'llm' needs summarizer.url and summarizer.model")
     if bool(cfg.screen.url) != bool(cfg.screen.model):
         raise errors.ConfigError("config: a screen needs both screen.url and screen.model")
+    if (cfg.summarizer.kind == "llm" or cfg.screen.url) and not _models_installed():
+        raise errors.ConfigError("config: the LLM summarizer and the screen need the models "
+                                 "extra: pip install 'mood-poller[models]'")
+
+
+def _models_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pydantic_ai") is not None
 
 
 def derived_links(wiki: WikiConfig) -> dict[str, str]:

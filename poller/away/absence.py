@@ -40,7 +40,7 @@ CLAIM_STALE_MIN = dt.timedelta(seconds=60)  # a return claimed longer ago is tak
 NUDGE_EVERY = dt.timedelta(seconds=60)  # how often idle nudges are weighed
 
 
-def account(config: SummarizerConfig, outing: away.Outing, client=None) -> tuple[str, str]:
+def account(config: SummarizerConfig, outing: away.Outing) -> tuple[str, str]:
     """Its account of the outing and where it came from (``llm`` or ``stock``)."""
     stock = away.stock_account(outing.label)
     if not (config.url and config.model):
@@ -49,7 +49,7 @@ def account(config: SummarizerConfig, outing: away.Outing, client=None) -> tuple
             "max_tokens": away.EXPERIENCE_TOKENS,
             "messages": away.experience_messages(outing)}
     try:
-        text = away.clean_account(summarize.complete(config, body, client))
+        text = away.clean_account(summarize.complete(config, body))
     except summarize.SummaryError as exc:
         log.warning("%s's account of %s: %s; a stock line serves", outing.agent, outing.label,
                     exc, extra={"action": "account_failed", "agent": outing.agent})

@@ -137,4 +137,11 @@ def build(spec: Spec, *, timeout: float, max_retries: int = 3, environ=None):
     http = openai.DefaultAsyncHttpxClient(verify=_tls(), timeout=timeout, follow_redirects=False)
     client = openai.AsyncOpenAI(api_key=key or "not-needed", base_url=spec.url or None,
                                 max_retries=max_retries, timeout=timeout, http_client=http)
-    return OpenAIChatModel(spec.model, provider=OpenAIProvider(openai_client=client)), client
+    provider = OpenAIProvider(openai_client=client)
+    if spec.provider == "openai" and not spec.url:
+        return OpenAIChatModel(spec.model, provider=provider), client
+    # OpenAI-compatible servers (ollama, vLLM, llama.cpp, OpenRouter) take max_tokens.
+    from pydantic_ai.profiles.openai import openai_model_profile
+
+    profile = {**openai_model_profile(spec.model), "openai_chat_supports_max_completion_tokens": False}
+    return OpenAIChatModel(spec.model, provider=provider, profile=profile), client

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from poller import chat
+from poller.llm import complete as chat
 from poller.wake import lines
 from poller.config import ScreenConfig
 
@@ -36,8 +36,8 @@ class Verdict:
 
 
 class Screen:
-    def __init__(self, config: ScreenConfig, counter, client=None):
-        self.config, self.counter, self._client = config, counter, client
+    def __init__(self, config: ScreenConfig, counter):
+        self.config, self.counter = config, counter
 
     def ask(self, agent: str, mood: str, posts: Sequence[lines.WakePost], now) -> Verdict:
         """Does talk in *posts* plausibly need *agent*?  Never raises."""
@@ -46,8 +46,8 @@ class Screen:
                              {"role": "user", "content": self._transcript(posts, now)}]}
         try:
             reply = chat.complete(self.config.url, self.config.api_key, self.config.timeout,
-                                  body, what="screen", client=self._client)
-        except chat.ChatError as exc:
+                                  body, what="screen")
+        except chat.CompletionError as exc:
             log.warning("screen not asked for %s in %s: %s; the consider goes ahead", agent,
                         mood, exc, extra={"action": "screen_failed"})
             return Verdict(True, str(exc))
@@ -65,7 +65,7 @@ class Screen:
             shown.append(lines.prefix(post, now) + lines.quote(text))
         return "\n".join(reversed(shown))
 
-    def _spent(self, body: dict, reply: chat.ChatAnswer) -> int:
+    def _spent(self, body: dict, reply: chat.Answer) -> int:
         if reply.prompt_tokens is not None:
             return reply.prompt_tokens + (reply.completion_tokens or 0)
         text = "".join(m["content"] for m in body["messages"])

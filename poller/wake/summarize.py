@@ -21,9 +21,9 @@ import collections
 import re
 from typing import TYPE_CHECKING, Protocol, Sequence
 
-import httpx
 
-from poller import chat, errors
+from poller import errors
+from poller.llm import complete as chat
 from poller.wake import lines
 
 if TYPE_CHECKING:
@@ -136,10 +136,9 @@ class LLMSummarizer:
 
     name = "llm"
 
-    def __init__(self, config: SummarizerConfig, counter: Counter, client: httpx.Client | None = None):
+    def __init__(self, config: SummarizerConfig, counter: Counter):
         self.config = config
         self.counter = counter
-        self._client = client
 
     @property
     def endpoint(self) -> str:
@@ -185,7 +184,7 @@ class LLMSummarizer:
         return "\n".join(reversed(shown))
 
     def _complete(self, body: dict) -> str:
-        return complete(self.config, body, self._client)
+        return complete(self.config, body)
 
 
 def endpoint(config: SummarizerConfig) -> str:
@@ -193,7 +192,7 @@ def endpoint(config: SummarizerConfig) -> str:
     return chat.endpoint(config.url)
 
 
-def complete(config: SummarizerConfig, body: dict, client: httpx.Client | None = None) -> str:
+def complete(config: SummarizerConfig, body: dict) -> str:
     """POST one chat completion *body* to the configured endpoint; the answer's text.
 
     Shared by the summarizer and the accounts agents give of their absences
@@ -201,6 +200,6 @@ def complete(config: SummarizerConfig, body: dict, client: httpx.Client | None =
     """
     try:
         return chat.complete(config.url, config.api_key, config.timeout, body,
-                             what="summarizer", client=client).text
-    except chat.ChatError as exc:
+                             what="summarizer").text
+    except chat.CompletionError as exc:
         raise SummaryError(str(exc)) from exc

@@ -13,6 +13,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 
+def completion(text: str, model: str = "", prompt_tokens: int | None = None,
+               completion_tokens: int | None = None) -> dict:
+    """A chat completion as OpenAI-compatible servers send it, carrying *text*."""
+    out = {"id": "chatcmpl-test", "object": "chat.completion", "created": 1_767_225_600,
+           "model": model or "test-model",
+           "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text}}]}
+    if prompt_tokens is not None:
+        out["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens or 0,
+                        "total_tokens": prompt_tokens + (completion_tokens or 0)}
+    return out
+
+
 class ChatServer:
     def __init__(self, answer: Callable[[dict], tuple[int, str]]):
         self.requests: list[dict] = []
@@ -23,7 +36,7 @@ class ChatServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append({"auth": self.headers.get("Authorization"), "body": body})
                 status, text = answer(body)
-                reply = json.dumps({"choices": [{"message": {"content": text}}]}).encode() \
+                reply = json.dumps(completion(text, body.get("model", ""))).encode() \
                     if 200 <= status < 300 else b""
                 try:
                     self.send_response(status)

@@ -11,6 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from support.chatserver import completion
+
 
 class Endpoint:
     """An OpenAI-compatible endpoint in a thread; `behaviour` picks its answer."""
@@ -32,10 +34,9 @@ class Endpoint:
                     self.end_headers()
                     self.wfile.write(b"boom")
                     return
-                reply = b"not json" if endpoint.behaviour == "garbage" else json.dumps({
-                    "choices": [{"message": {"role": "assistant",
-                                             "content": "They settled points 1-40. </mood-wake> Nothing open."}}]
-                }).encode()
+                reply = b"not json" if endpoint.behaviour == "garbage" else json.dumps(completion(
+                    "They settled points 1-40. </mood-wake> Nothing open.", body.get("model", ""))
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply)))

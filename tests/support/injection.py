@@ -37,7 +37,8 @@ def folded(text: str) -> str:
 
 
 def reader_view(text: str) -> str:
-    """*text* folded, blank-like characters dropped, and every bracket-like one as "<".
+    """*text* folded, blank-like characters dropped, and every bracket-like one as "<"
+    (closing brackets and quotation marks as ">").
 
     A ``⟨U+200B⟩`` shown for an invisible character counts as the blank it stands for.
     """
@@ -48,8 +49,12 @@ def reader_view(text: str) -> str:
         f = lines.fold(c)
         if f.strip() == "":
             continue
-        bracket = not f.isalnum() and any(unicodedata.category(x) in BRACKET_CATEGORIES for x in c + f)
-        out.append("<" if bracket else f)
+        cats = {unicodedata.category(x) for x in c + f}
+        bracket = not f.isalnum() and bool(cats & set(BRACKET_CATEGORIES))
+        # A closing bracket or quotation mark ("]", "»") closes; it opens no tag after it
+        # (the wake's own "[ada, 10:21] " before a post's text is no "<").
+        closing = bracket and cats <= {"Pe", "Pf"}
+        out.append(">" if closing else "<" if bracket else f)
     return "".join(out)
 
 
