@@ -168,4 +168,4 @@ def test_the_built_in_wakers_are_known_where_no_distribution_metadata_is(tmp_pat
             "registry.kind('url').__name__)")
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(tmp_path)],
                          capture_output=True, text=True, timeout=60, check=True).stdout
-    assert out.strip() == "0 ['command', 'claude-code', 'url'] HttpWaker"
+    assert out.strip() == "0 ['command', 'claude-code', 'url', 'model'] HttpWaker"
