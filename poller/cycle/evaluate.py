@@ -57,6 +57,14 @@ def remembered_consider(l, values: dict, archived: bool, now: dt.datetime) -> No
         l.consider_due_at = now + dt.timedelta(seconds=values["consider_after"])
 
 
+def remembered_follow_up(l, values: dict, archived: bool, now: dt.datetime) -> None:
+    """A cut-off turn's follow-up that waited (it was skipped: stopped, listening down)
+    comes due once this pair is looked at with listening on again."""
+    if (l.followup_of and l.followup_due_at is None and values["listening"] == "on"
+            and not archived and not l.stopped_at):
+        l.followup_due_at = now
+
+
 @dataclass
 class Decided:
     """A batch weighed: the wakes to compose, what to report, the pairs to set aside."""
@@ -116,6 +124,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     retry: list[Optional[dt.datetime]] = []
     said = []
     remembered_consider(l, values, mood.archived, now)
+    remembered_follow_up(l, values, mood.archived, now)
     for kind in due.due_kinds(l, owed, now):
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until,
                             bool(l.stopped_at))
