@@ -12,6 +12,7 @@ its answer.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -36,7 +37,7 @@ from support.cli import Cli
 from support.timeline import at
 from support.waiting import wait_for
 
-EXAMPLES = int(os.environ.get("NO_MENTION_LOST_EXAMPLES", "3"))
+EXAMPLES = int(os.environ.get("NO_MENTION_LOST_EXAMPLES", "5"))
 STEPS = int(os.environ.get("NO_MENTION_LOST_STEPS", "12"))
 
 WORDS = st.sampled_from(["the index", "the logs", "lunch", "a deploy", "the build", "why"])
@@ -111,6 +112,37 @@ def test_a_mention_nobody_holds_is_reported_lost(cli, tmp_path):
     engine.dispose()
 
 
+@pytest.mark.parametrize("gate_down,lift", [
+    (("post", "lobby", "--as", "ada", "--at", at(5), "@bot stop"),
+     ("post", "lobby", "--as", "ada", "--at", at(80), "@bot resume")),
+    (("set", "listening", "mentions"), ("set", "listening", "on")),
+])
+def test_a_follow_up_that_must_wait_keeps_what_was_left_unanswered(cli, tmp_path, gate_down,
+                                                                    lift):
+    """A turn is cut off; before its follow-up the agent is stopped here (or listens to
+    mentions only): the follow-up waits, the posts stay shown as left unanswered, and it
+    comes once the agent may speak again."""
+    c = lobby(cli.db_url, tmp_path)
+    a = int(c("post", "lobby", "--as", "ada", "--at", at(1), "@bot question A").out)
+    b = int(c("post", "lobby", "--as", "ada", "--at", at(2), "@bot question B").out)
+    (tmp_path / "gate").unlink()
+    c("tick", "--now", at(3))
+    kill_runner(cli.db_url, tmp_path, wait_for(lambda: _running(cli.db_url)), 0)
+    (tmp_path / "gate").touch()
+    c("tick", "--now", at(4), "--wait")  # cut off: a follow-up is owed at 64
+    c(*gate_down)
+    c("tick", "--now", at(70), "--wait")  # the follow-up is due, and may not run
+    assert lost(cli.db_url) == []
+    why = json.loads(c("why", "--mood", "lobby", "--agent", "bot", "--json").out)
+    assert why["left_unanswered"] == [a, b]
+    c(*lift)
+    c("tick", "--now", at(90), "--wait")
+    ws = sorted(json.loads(c("wakes", "--json").out), key=lambda w: w["id"])
+    assert [(w["kind"], w["status"], w["answers"]) for w in ws] == [
+        ("mention", "cut_off", []), ("cut-off", "replied", [a, b])]
+    assert lost(cli.db_url) == []
+
+
 # -- the processes ---------------------------------------------------------------------
 
 
@@ -179,7 +211,7 @@ class Lobby(RuleBasedStateMachine):
         super().__init__()
         self.counts = COUNTS.setdefault(self.backend, dict(
             examples=0, steps=0, mentions=0, untrusted=0, plain=0, ticks=0, kills=0,
-            outages=0, answered=0, lost=0))
+            outages=0, dials=0, stops=0, answered=0, lost=0))
         self.counts["examples"] += 1
         self.tmp = Path(tempfile.mkdtemp(dir=self.home))
         self.url = type(self).new_url()
@@ -220,10 +252,28 @@ class Lobby(RuleBasedStateMachine):
         self.mentions.append(p)
         self.counts["mentions"] += 1
 
+    @rule(first=WORDS, second=WORDS)
+    def two_mentions(self, first, second):
+        """Two questions at once: one wake answers both."""
+        for words in (first, second):
+            self.mention(words)
+
     @rule(words=WORDS)
     def untrusted_mention(self, words):
         self.c("post", "lobby", "--as", "eve", "--at", self.now(), f"@bot {words}!")
         self.counts["untrusted"] += 1
+
+    @rule(value=st.sampled_from(["on", "mentions", "off"]))
+    def listening(self, value):
+        """An operator turns the agent's listening up or down."""
+        self.c("set", "listening", value)
+        self.counts["dials"] += 1
+
+    @rule(verb=st.sampled_from(["stop", "resume"]))
+    def stop_or_resume(self, verb):
+        """A trusted person stops the agent here (its turn ends, on purpose) or lets it go on."""
+        self.c("post", "lobby", "--as", "ada", "--at", self.now(), f"@bot {verb}")
+        self.counts["stops"] += 1
 
     # -- what the poller does
 
@@ -287,6 +337,8 @@ class Lobby(RuleBasedStateMachine):
         """Tick until nothing is in flight or owed; a question a follow-up cut off too
         left held is answered by the next mention, as the Mood is told."""
         self.gate.touch()
+        self.c("set", "listening", "on")
+        self.c("post", "lobby", "--as", "ada", "--at", self.now(), "@bot resume")
         for _ in range(2):
             for _ in range(6):
                 self.c("tick", "--now", self.now(61), "--wait")
@@ -328,6 +380,7 @@ def report(backend: str) -> str:
     line = (f"no mention lost [{backend}]: {n['examples']} examples, {n['steps']} steps checked, "
             f"{n['mentions']} mentions (+{n['untrusted']} untrusted, {n['plain']} plain posts), "
             f"{n['ticks']} ticks, {n['kills']} runners killed mid-turn, {n['outages']} outages, "
+            f"{n['dials']} listening changes, {n['stops']} stops/resumes, "
             f"{n['answered']} answered, {n['lost']} lost")
     print(line)
     return line
