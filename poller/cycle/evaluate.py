@@ -61,6 +61,14 @@ def remembered_consider(l, values: dict, archived: bool, now: dt.datetime,
         l.consider_due_at = min(since, now) + after if since is not None else now + after
 
 
+def remembered_follow_up(l, values: dict, archived: bool, now: dt.datetime) -> None:
+    """A cut-off turn's follow-up that waited (it was skipped: stopped, listening down)
+    comes due once this pair is looked at with listening on again."""
+    if (l.followup_of and l.followup_due_at is None and values["listening"] == "on"
+            and not archived and not l.stopped_at):
+        l.followup_due_at = now
+
+
 @dataclass
 class Decided:
     """A batch weighed: the wakes to compose, what to report, the pairs to set aside."""
@@ -120,6 +128,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
     retry: list[Optional[dt.datetime]] = []
     said = []
     remembered_consider(l, values, mood.archived, now, resolved["listening"].since)
+    remembered_follow_up(l, values, mood.archived, now)
     for kind in due.due_kinds(l, owed, now):
         decision = law.gate(kind, now, values, mood.archived, resolved["listening"].until,
                             bool(l.stopped_at))

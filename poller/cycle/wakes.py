@@ -138,7 +138,14 @@ def followed_up(ctx, s, l, _done, now) -> None:
     l.followup_of, l.followup_due_at = 0, None  # one follow-up per cut-off turn
 
 
+def follow_up_waits(ctx, s, l, _decision, now) -> None:
+    """Not now (stopped, listening down, away...): the posts stay left unanswered, shown
+    as owed, and the follow-up comes when listening is on here again, unless a mention
+    answers them first (see evaluate.remembered_follow_up)."""
+    l.followup_due_at = None
+
+
 CUT_OFF = kinds.register(KindSpec(
     WakeKind.CUT_OFF, 50, paced=False,
     due_at=lambda l, owed, now: l.followup_due_at if l.followup_of else None, schedule="free",
-    gather=left_unanswered, after_wake=followed_up, after_skip=followed_up))
+    gather=left_unanswered, after_wake=followed_up, after_skip=follow_up_waits))

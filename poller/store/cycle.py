@@ -192,10 +192,12 @@ _MAX: dict = {}  # one statement per column, built once
 
 def lift_holds(s: Session, now: dt.datetime) -> None:
     """Make every held listener due now (new settings may lift a hold), and every one
-    keeping posts to consider that listening set aside (listening may be back on)."""
+    keeping posts to consider, or a follow-up, that listening set aside (listening may
+    be back on)."""
     s.execute(sa.update(Listener).where(sa.or_(
         Listener.hold_reason.is_not(None),
-        sa.and_(Listener.consider_from_id != 0, Listener.consider_due_at.is_(None))))
+        sa.and_(Listener.consider_from_id != 0, Listener.consider_due_at.is_(None)),
+        sa.and_(Listener.followup_of != 0, Listener.followup_due_at.is_(None))))
         .values(due_at=now))
 
 
