@@ -67,8 +67,8 @@ def test_the_wheel_registers_the_pollers_own_wakers_as_outside_ones_register(dis
         (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
         points = configparser.ConfigParser()
         points.read_string(wheel.read(name).decode())
-    assert dict(points[registry.GROUP]) == {cls.name: f"poller.turns.wakers:{cls.__name__}"
-                                            for cls in wakers.BUILT_IN}
+    assert dict(points[registry.GROUP]) == {cls.name: f"{cls.__module__}:{cls.__name__}"
+                                            for cls in registry.built_in()}
 
 
 def test_the_sdist_carries_license_changelog_templates_and_the_kit(dist):
@@ -183,8 +183,10 @@ def test_every_imported_module_is_declared_and_every_dependency_used():
         needed.update(canonical(d) for d in dists)
     # The Matrix bridge's libraries are an extra (`pip install 'mood-poller[matrix]'`),
     # imported only when `bridge matrix` runs, and the tests install them.
-    assert needed - declared - extras["matrix"] == set(), "imported but not declared"
-    assert extras["matrix"] <= extras["test"]
+    # So are the language models' (`pip install 'mood-poller[models]'`), imported when a
+    # model agent, the LLM screen or the summarizer runs.
+    assert needed - declared - extras["matrix"] - extras["models"] == set(), "imported but not declared"
+    assert extras["matrix"] <= extras["test"] and extras["models"] <= extras["test"]
     assert declared - needed - set(LOADED_BY_NAME) == set(), "declared but never imported"
     for dist, (path, evidence) in LOADED_BY_NAME.items():
         assert evidence in path.read_text(), f"{dist}: {evidence} not in {path}"

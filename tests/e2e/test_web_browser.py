@@ -186,3 +186,46 @@ def test_the_mood_page_shows_what_a_claude_code_turn_is_doing(browser, cli, tmp_
         for name in ("go-1", "go-2"):
             (bindir / name).touch()
         assert served.stop() == 0, served.log.read_text()
+
+
+def test_a_model_agent_answers_on_the_page_with_its_progress_shown(browser, cli, tmp_path):
+    """A person asks a language model agent on the Mood page: "thinking…" while it works,
+    its answer when it is done (a loopback OpenAI-compatible server, 3 s a request)."""
+    pytest.importorskip("pydantic_ai", reason="the models extra is part of the test extras")
+    from playwright.sync_api import expect
+
+    from support.llmserver import Call, OpenAIServer, Say
+
+    server = OpenAIServer([Call((("read_history", {}),)), Say("The build is green again.")],
+                          think=3.0)
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("set", "discretion", "reserved", "--mood", "lobby")  # opening the Mood wakes nobody
+    cli("agent", "add", "sage", "--model", "openai:test-model", "--base-url", server.base_url,
+        "--timeout", "60")
+    token = cli("person", "token", "ada").out.strip()
+    served = webserver.serve_process(cli.db_url, tmp_path, "--with-poller")
+    try:
+        import httpx
+
+        wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
+                 what="the poller's first cycle")
+        watched = Watched(browser.new_context(), tmp_path)
+        page = watched.page
+        page.goto(f"{served.url}/signin#token={token}")
+        page.click("button:text('Sign in')")
+        page.wait_for_url(f"{served.url}/")
+        page.goto(f"{served.url}/m/lobby")
+        page.wait_for_selector("#mood[data-live='1']")
+        page.fill("#text", "@sage is the build fixed?")
+        page.click("button:text('Post')")
+        expect(page.locator("#working")).to_have_text(
+            "sage is at work\u2026 (sage: thinking\u2026)", timeout=120_000)
+        expect(page.locator(".post.agent .text").last).to_have_text("The build is green again.",
+                                                                    timeout=120_000)
+        expect(page.locator("#working")).to_have_text("", timeout=120_000)
+        assert len(server.requests) == 2  # the tool's result went back before the answer
+        assert watched.errors == []
+    finally:
+        server.close()
+        assert served.stop() == 0, served.log.read_text()

@@ -227,3 +227,36 @@ def test_anthropic_answers_and_calls_tools(room):
         results = [b for m in second.body["messages"] if isinstance(m.get("content"), list)
                    for b in m["content"] if b.get("type") == "tool_result"]
         assert results and "ada" in json.dumps(results)
+
+
+def test_a_known_model_is_priced_by_the_table_and_the_daily_budget_holds_it(room):
+    c = room
+    with OpenAIServer([Say("Priced.", 1_000_000, 1_000_000)]) as server:
+        c("agent", "add", "sage", "--model", "openai:gpt-4o-mini", "--base-url", server.base_url,
+          "--api-key-env", "MODEL_TEST_KEY", "--timeout", "20")
+        c("set", "max_usd_per_day", "0.5", "--agent", "sage", "--mood", "lobby")
+        w = ask(c, 10)
+        usage = json.loads(c("wakes", "show", str(w["id"]), "--json").out)["usage"]
+        assert usage["cost_usd"] == pytest.approx(0.15 + 0.60)  # gpt-4o-mini's list prices
+        (agent,) = [a for a in json.loads(c("status", "--json").out)["agents"] if a["handle"] == "sage"]
+        assert agent["spent_24h"]["usd"] == pytest.approx(0.75)
+        c("post", "lobby", "--as", "ada", "--at", at(60), "@sage and now?")
+        c("tick", "--now", at(61), "--wait")
+        why = json.loads(c("why", "sage", "lobby", "--json", "--now", at(62)).out)
+        assert why["decisions"]["mention"]["reason"] == "over-budget"
+        assert len(server.requests) == 1
+
+
+def test_a_model_the_table_does_not_know_is_priced_by_its_tokens(any_cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("MODEL_TEST_KEY", KEY)
+    config = tmp_path / "config.toml"
+    config.write_text("[poller]\nusd_per_mtok_in = 2.0\nusd_per_mtok_out = 10.0\n")
+    c = TimelineCli(any_cli.db_url, config=str(config))
+    c("mood", "add", "lobby")
+    c("person", "add", "ada", "--trust", "full")
+    c("tick", "--now", at(0), "--wait")
+    with OpenAIServer([Say("Priced by tokens.", 500_000, 100_000)]) as server:
+        add_sage(c, server)
+        w = ask(c, 10)
+        usage = json.loads(c("wakes", "show", str(w["id"]), "--json").out)["usage"]
+        assert usage["cost_usd"] == pytest.approx(0.5 * 2.0 + 0.1 * 10.0)
