@@ -244,7 +244,8 @@ def test_a_known_model_is_priced_by_the_table_and_the_daily_budget_holds_it(room
         c("tick", "--now", at(61), "--wait")
         why = json.loads(c("why", "sage", "lobby", "--json", "--now", at(62)).out)
         assert why["decisions"]["mention"]["reason"] == "over-budget"
-        assert len(server.requests) == 1
+        # The answer, then its summary (2M tokens pass session_tokens); no turn since.
+        assert len(server.requests) == 2 and "grown long" in json.dumps(server.requests[1].body)
 
 
 def test_a_model_the_table_does_not_know_is_priced_by_its_tokens(any_cli, tmp_path, monkeypatch):
