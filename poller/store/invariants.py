@@ -26,6 +26,7 @@ trusted person's ``@agent stop``): those are not lost.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -50,9 +51,11 @@ class Lost:
     why: str  # where it was last seen
 
 
-def must_answer(s: Session) -> list[tuple[int, int, int]]:
+def must_answer(s: Session, is_command: Callable) -> list[tuple[int, int, int]]:
     """Every mention the cycle has read that an agent owes an answer to, answered or
-    not, as ``(post_id, agent_id, mood_id)``, oldest first."""
+    not, as ``(post_id, agent_id, mood_id)``, oldest first.  *is_command(row, handles,
+    named)* says which posts are commands the service carries out (the control organ's
+    rule, :mod:`poller.invariants`)."""
     first = cycle.history_before(s)
     if first is None:
         return []  # the cycle has never run: nothing has been read
@@ -76,13 +79,13 @@ def must_answer(s: Session) -> list[tuple[int, int, int]]:
     for r in rows:
         if r.kind == ParticipantKind.PERSON and r.trust == Trust.NONE:
             continue  # a mention from someone with trust none is just text
-        if _redacted(r.text) or _a_command(r, handles, named[r.id]):
+        if _redacted(r.text) or is_command(r, handles, named[r.id]):
             continue
         out.append((r.id, r.participant_id, r.mood_id))
     return out
 
 
-def lost_mentions(s: Session) -> list[Lost]:
+def lost_mentions(s: Session, is_command: Callable) -> list[Lost]:
     """The mentions owed an answer that are neither answered nor shown as owed."""
     owed = set(s.execute(sa.select(Owed.post_id, Owed.agent_id)).all())
     kept = set(s.execute(sa.select(ActivityPing.post_id, Activity.agent_id)
@@ -95,7 +98,7 @@ def lost_mentions(s: Session) -> list[Lost]:
         sa.select(Listener.agent_id, Listener.mood_id, Listener.followup_of))}
     left_cache: dict[tuple[int, int], set[int]] = {}
     lost = []
-    for post_id, agent_id, mood_id in must_answer(s):
+    for post_id, agent_id, mood_id in must_answer(s, is_command):
         key = (post_id, agent_id)
         if key in owed or key in kept:
             continue
@@ -124,31 +127,17 @@ def lost_mentions(s: Session) -> list[Lost]:
     return sorted(lost)
 
 
-def unanswered(s: Session) -> list[tuple[int, int]]:
+def unanswered(s: Session, is_command: Callable) -> list[tuple[int, int]]:
     """Mentions owed an answer that no wake has answered yet, as ``(post_id, agent_id)``:
     those still owed, held by a wake in flight, left unanswered or kept for a return."""
     done = {(r.post_id, r.agent_id) for r in s.execute(
         sa.select(WakeAnswer.post_id, WakeAnswer.agent_id).join(Wake, Wake.id == WakeAnswer.wake_id)
         .where(sa.or_(Wake.status.in_((WakeStatus.REPLIED, WakeStatus.SILENT, WakeStatus.FAILED)),
                       Wake.reply_post_id.is_not(None))))}
-    return [(p, a) for p, a, _ in must_answer(s) if (p, a) not in done]
+    return [(p, a) for p, a, _ in must_answer(s, is_command) if (p, a) not in done]
 
 
 def _redacted(text: str) -> bool:
     from poller.store.bridges import REMOVED
 
     return text == REMOVED
-
-
-def _a_command(r, handles: dict[int, str], named: set[int]) -> bool:
-    """A post the service carries out, for this agent: nobody owes it an answer."""
-    from poller.control import commands, slash
-
-    if r.kind == ParticipantKind.PERSON and r.trust == Trust.NONE:
-        return False
-    asked = slash.parse(r.text)
-    if asked is not None and any(handles.get(a, "").lower() == asked.handle.lower()
-                                 for a in named):
-        return True  # a command to one of the agents it names: conversation for none
-    said = commands.parse(r.text) if r.kind == ParticipantKind.PERSON else None
-    return said is not None and handles.get(r.participant_id, "").lower() == said[0]

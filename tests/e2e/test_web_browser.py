@@ -67,6 +67,23 @@ class Watched:
         self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
 
 
+def in_the_lobby(browser, cli, served, tmp_path) -> Watched:
+    """Once the served poller has run its first cycle: ada signed in, on the lobby's live page."""
+    import httpx
+
+    token = cli("person", "token", "ada").out.strip()
+    wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
+             what="the poller's first cycle")
+    watched = Watched(browser.new_context(), tmp_path)
+    page = watched.page
+    page.goto(f"{served.url}/signin#token={token}")
+    page.click("button:text('Sign in')")
+    page.wait_for_url(f"{served.url}/")
+    page.goto(f"{served.url}/m/lobby")
+    page.wait_for_selector("#mood[data-live='1']")
+    return watched
+
+
 def test_a_person_talks_to_an_agent_and_an_operator_reads_the_wake(browser, site, tmp_path):
     served, tokens, gate = site
     shots = tmp_path / "screenshots"
@@ -156,20 +173,10 @@ def test_the_mood_page_shows_what_a_claude_code_turn_is_doing(browser, cli, tmp_
     cli("set", "discretion", "reserved", "--mood", "lobby")  # opening the Mood wakes nobody
     cli("agent", "add", "claude", "--claude-code", "--claude-bin", str(bindir / "claude"),
         "--session-dir", str(tmp_path / "sessions"))
-    token = cli("person", "token", "ada").out.strip()
     served = webserver.serve_process(cli.db_url, tmp_path, "--with-poller")
     try:
-        import httpx
-
-        wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
-                 what="the poller's first cycle")
-        watched = Watched(browser.new_context(), tmp_path)
+        watched = in_the_lobby(browser, cli, served, tmp_path)
         page = watched.page
-        page.goto(f"{served.url}/signin#token={token}")
-        page.click("button:text('Sign in')")
-        page.wait_for_url(f"{served.url}/")
-        page.goto(f"{served.url}/m/lobby")
-        page.wait_for_selector("#mood[data-live='1']")
         page.fill("#text", "@claude please read the notes")
         page.click("button:text('Post')")
         expect(page.locator("#working")).to_have_text(
@@ -203,20 +210,10 @@ def test_a_model_agent_answers_on_the_page_with_its_progress_shown(browser, cli,
     cli("set", "discretion", "reserved", "--mood", "lobby")  # opening the Mood wakes nobody
     cli("agent", "add", "sage", "--model", "openai:test-model", "--base-url", server.base_url,
         "--timeout", "60")
-    token = cli("person", "token", "ada").out.strip()
     served = webserver.serve_process(cli.db_url, tmp_path, "--with-poller")
     try:
-        import httpx
-
-        wait_for(lambda: httpx.get(served.url + "/healthz").status_code == 200,
-                 what="the poller's first cycle")
-        watched = Watched(browser.new_context(), tmp_path)
+        watched = in_the_lobby(browser, cli, served, tmp_path)
         page = watched.page
-        page.goto(f"{served.url}/signin#token={token}")
-        page.click("button:text('Sign in')")
-        page.wait_for_url(f"{served.url}/")
-        page.goto(f"{served.url}/m/lobby")
-        page.wait_for_selector("#mood[data-live='1']")
         page.fill("#text", "@sage is the build fixed?")
         page.click("button:text('Post')")
         expect(page.locator("#working")).to_have_text(

@@ -5,7 +5,7 @@ A Hypothesis state machine drives a real store (SQLite, and a PostgreSQL of its 
 the real CLI and real runner and agent processes: people post and mention the agent,
 the clock moves and the poller ticks, a runner is killed with SIGKILL in the middle of
 a turn (a follow-up's too), and on PostgreSQL the server goes down as a crash would
-while the agent replies.  After every step :func:`poller.store.invariants.lost_mentions` must
+while the agent replies.  After every step :func:`poller.invariants.lost_mentions` must
 find nothing; at the end the poller runs until it is quiet and every mention must have
 its answer.
 """
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
                                  run_state_machine_as_test)
 
-from poller.store import invariants
+from poller import invariants
 from poller.kinds import IN_FLIGHT
 from poller.models import Listener, Owed, Wake, WakeAnswer
 from poller.store import Store, db
