@@ -215,6 +215,45 @@ def test_a_turn_that_never_ends_leaves_the_session_as_it_was(room, any_cli):
         assert kept() == before
 
 
+def test_a_runner_killed_mid_turn_leaves_the_session_as_it_was(room, any_cli):
+    """kill -9 of the runner while the model is thinking: no half-written exchange is kept,
+    recovery closes the turn as cut off, and the session is the one before that turn."""
+    import os
+    import signal
+
+    import sqlalchemy as sa
+
+    from support.waiting import wait_for
+
+    c = room
+
+    def query(sql: str):
+        engine = sa.create_engine(any_cli.db_url)
+        try:
+            with engine.connect() as conn:
+                return conn.exec_driver_sql(sql).all()
+        finally:
+            engine.dispose()
+
+    with OpenAIServer([Say("First answer."), Hang()]) as server:
+        add_sage(c, server)
+        ask(c, 10, "@sage first question")
+        before = query("SELECT session_id, history FROM agent_sessions")
+        assert before and "First answer." in before[0][1]
+        c("post", "lobby", "--as", "ada", "--at", at(100), "@sage second question")
+        c("tick", "--now", at(101))  # no --wait: the turn runs in a runner process of its own
+        wait_for(lambda: len(server.requests) == 2, what="the model to be asked")
+        (wake_id, pid), = query("SELECT id, runner_pid FROM wakes WHERE status = 'running'")
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
+                 open(f"/proc/{pid}/stat").read().split(") ", 1)[1][0] == "Z",
+                 what="the runner to die")
+        c("tick", "--now", at(102), "--wait")
+        w = next(w for w in json.loads(c("wakes", "--json").out) if w["id"] == wake_id)
+        assert w["status"] == "cut_off"
+        assert query("SELECT session_id, history FROM agent_sessions") == before
+
+
 def test_anthropic_answers_and_calls_tools(room):
     c = room
     with AnthropicServer([Call((("who_is_here", {}),)), Say("ada and bob are here.")]) as server:
