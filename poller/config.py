@@ -28,6 +28,9 @@ ENV_WIKI_PASSWORD = "MOOD_POLLER_WIKI_BOT_PASSWORD"
 ENV_SUMMARIZER_KEY = "MOOD_POLLER_SUMMARIZER_API_KEY"
 ENV_SCREEN_KEY = "MOOD_POLLER_SCREEN_API_KEY"
 ENV_LAUNCH = "MOOD_POLLER_LAUNCH"
+ENV_SANDBOX = "MOOD_POLLER_SANDBOX"
+ENV_SANDBOX_WRITABLE = "MOOD_POLLER_SANDBOX_WRITABLE"
+SANDBOXES = ("auto", "bwrap", "off")
 ENV_MAIL_PASSWORD = "MOOD_POLLER_MAIL_PASSWORD"  # read only when mail is sent
 LAUNCHERS = ("auto", "process", "thread")
 SECRET_FIELDS = {"bot_password", "api_key"}
@@ -120,6 +123,12 @@ class PollerConfig:
     # names or one comma-separated string; held here as the comma-separated string.
     agent_env: str = ""
     launch: str = "auto"  # auto: in the poller, but a runner process per turn for `tick` (no --wait)
+    # Agent processes in a bubblewrap namespace (poller.turns.sandbox): auto (when bwrap is
+    # installed and usable), bwrap (always; a turn that cannot be sandboxed fails) or off.
+    sandbox: str = "auto"
+    # Paths every sandboxed turn may write, whatever its tier (a shared log directory):
+    # in the file a list of absolute paths; held here joined with ":".
+    sandbox_writable: str = ""
     # US dollars per million tokens, to price the turns of agents that report no cost
     # (command and HTTP agents): the wake's tokens in, the reply's out; 0: free.
     usd_per_mtok_in: float = 0.0
@@ -193,6 +202,8 @@ ENV_OVERRIDES = {
     "summarizer.api_key": ENV_SUMMARIZER_KEY,
     "screen.api_key": ENV_SCREEN_KEY,
     "poller.launch": ENV_LAUNCH,
+    "poller.sandbox": ENV_SANDBOX,
+    "poller.sandbox_writable": ENV_SANDBOX_WRITABLE,
 }
 SUMMARIZER_KINDS = ("extractive", "llm", "none")
 WIKI_SCHEMES = ("http", "https")
@@ -263,6 +274,8 @@ RULES: dict[str, Rule] = {
     "poller.return_floor": _seconds(min=0),
     "poller.agent_env": Rule(str, shape="names"),
     "poller.launch": Rule(str, choices=LAUNCHERS),
+    "poller.sandbox": Rule(str, choices=SANDBOXES),
+    "poller.sandbox_writable": Rule(str, shape="paths"),
     "poller.usd_per_mtok_in": Rule(float, min=0, max=1e6, unit="US dollars"),
     "poller.usd_per_mtok_out": Rule(float, min=0, max=1e6, unit="US dollars"),
     "mail.host": Rule(str, shape="host"),
@@ -307,6 +320,11 @@ def check_value(name: str, value, where: str = ""):
             raise errors.ConfigError(f"config: {label} must be a list of variable names, got "
                                      f"{value!r}")
         value = ",".join(item.strip() for item in value)
+    if rule.shape == "paths" and isinstance(value, list):
+        if not all(isinstance(item, str) for item in value):
+            raise errors.ConfigError(f"config: {label} must be a list of absolute paths, got "
+                                     f"{value!r}")
+        value = ":".join(value)
     if rule.type is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, rule.type) or (rule.type is not bool and isinstance(value, bool)):
@@ -370,6 +388,10 @@ def _shape_problem(value: str, rule: Rule) -> str:
     elif shape == "address" and value:
         if not re.fullmatch(r"[^@\s<>]+@[^@\s<>]+", value):
             return "must be an e-mail address (e.g. poller@example.org)"
+    elif shape == "paths":
+        bad = [p for p in value.split(":") if p and not p.startswith("/")]
+        if bad:
+            return f"must hold absolute paths ({bad[0]!r} is not one)"
     elif shape == "names":
         names = [n.strip() for n in value.split(",") if n.strip()]
         bad = [n for n in names if not _ENV_NAME.fullmatch(n)]

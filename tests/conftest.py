@@ -35,6 +35,11 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    # Agent turns run sandboxed (bubblewrap, which scripts/test.sh installs), the filesystem
+    # read-only; the stand-in agents keep their logs and queues in the test's directory, so
+    # it is writable in every turn, as an operator makes a log directory writable.  The
+    # database inside it stays hidden from them.  The sandbox's own tests set their own.
+    monkeypatch.setenv("MOOD_POLLER_SANDBOX_WRITABLE", str(tmp_path))
     import logging
 
     loggers = [logging.getLogger(name) for name in ("", "poller", "wiki_rules")]

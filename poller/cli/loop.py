@@ -148,6 +148,7 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool, only: s
     logging.getLogger("poller").info("poller %s running every %gs, serving %s Moods",
                                      poller.holder, interval, poller.scope.describe(),
                                      extra={"action": "run_started"})
+    sandbox_warning(app)
     poller.run(interval, stop, clock)
     logging.getLogger("poller").info("poller stopped", extra={"action": "run_stopped"})
 
@@ -304,10 +305,14 @@ def status(app: App, as_json: bool) -> None:
     """Agents (idle / at work / held), turns in flight, holds and next due times."""
     from poller import observe
 
+    from poller.turns import sandbox
+
     st = observe.status(app.store, app.now())
+    st["sandbox"] = sandbox.describe(app.config.poller.sandbox)
     if as_json:
         common.echo_json(st)
         return
+    common.echo(sandbox.line(app.config.poller.sandbox))
     if st["scram"]:
         common.echo(f"EMERGENCY STOP set by {st['scram']['by'] or 'someone'} at {st['scram']['at']}")
     for a in st["agents"]:
@@ -368,6 +373,17 @@ def scram(app: App, lift: bool, by: str | None, as_json: bool) -> None:
 
 
 COMMANDS = [tick, run, wakes, why, status, scram]
+
+
+def sandbox_warning(app: App) -> None:
+    """Said once as the loop starts: agent turns are not sandboxed here (and why)."""
+    import logging
+
+    from poller.turns import sandbox
+
+    warning = sandbox.state(app.config.poller.sandbox).warning()
+    if warning:
+        logging.getLogger("poller").warning(warning, extra={"action": "sandbox_off"})
 
 
 def _spent_line(spent: dict) -> str:

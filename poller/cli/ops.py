@@ -58,12 +58,16 @@ def check(ctx: click.Context, app: App, path: str | None, as_json: bool, connect
     except errors.TokenizerError as exc:
         # tiktoken's own message runs to several lines; an operator needs the first.
         raise errors.TokenizerError(str(exc).strip().splitlines()[0]) from exc
-    for warning in warnings(cfg):
-        common.echo(f"mood-poller: warning: {warning}", err=True)
+    from poller.turns import sandbox
+
+    for warning in [*warnings(cfg), sandbox.state(cfg.poller.sandbox).warning()]:
+        if warning:
+            common.echo(f"mood-poller: warning: {warning}", err=True)
     resolved = sectioned(cfg)
     results = connect_checks(cfg) if connect else []
     if as_json:
-        out = {**resolved, "sources": dict(sorted(cfg.sources.items()))}
+        out = {**resolved, "sources": dict(sorted(cfg.sources.items())),
+               "sandbox": sandbox.describe(cfg.poller.sandbox)}
         if connect:
             out["connect"] = [{"check": r.name, "status": r.status, "detail": r.detail}
                               for r in results]

@@ -227,6 +227,9 @@ OPTION_HELP = ("An option of its waker (repeatable), for wakers from other "
               help="--command, --claude-code: run the agent as this Unix user, so it can read "
                    "neither the poller's files nor its processes (the poller needs root or "
                    "CAP_SETUID and CAP_SETGID).")
+@click.option("--network", type=click.Choice(["on", "off"]), default=None,
+              help="--command, --claude-code: 'off' runs its turns with no network but "
+                   "loopback (in the sandbox, poller.sandbox).")
 @click.option("--activities", metavar="FILE.toml", help=ACTIVITIES_HELP)
 @click.option("--json", "as_json", is_flag=True,
               help="Print the new agent as JSON (header names only, never their values).")
@@ -238,7 +241,8 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
               waker_name: str | None, option_items: tuple[str, ...],
               allow_literal_secret: bool, timeout: float | None, workdir: str | None,
-              run_as: str | None, activities: str | None, as_json: bool) -> None:
+              run_as: str | None, network: str | None, activities: str | None,
+              as_json: bool) -> None:
     """Add the agent HANDLE and how it is woken: --command, --claude-code, --url, --model
     PROVIDER:MODEL or --waker."""
     named = chosen_waker(command=command, claude_code=claude_code, url=url, waker=waker_name,
@@ -249,7 +253,8 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
                                 ("permission_mode", permission_mode),
                                 ("claude_bin", claude_bin)) if v}
     refuse_unaccepted(kind, [*claude, *(["headers"] if headers else []),
-                             *(["run_as"] if run_as is not None else [])])
+                             *(["run_as"] if run_as is not None else []),
+                             *(["network"] if network is not None else [])])
     options = ({k: v for k, v in model_options(model, base_url, api_key_env).items() if v}
                if kind.name == MODEL_WAKER else claude_options(claude))
     check_url(url)
@@ -257,6 +262,8 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
         options["headers"] = parse_headers(headers, allow_literal_secret)
     if run_as is not None:
         options["run_as"] = checked_user(run_as)
+    if network == "off":
+        options["network"] = "off"
     options.update(waker_option_items(kind, option_items, allow_literal_secret))
     if activities:
         options["activities"] = activities_file(activities)
@@ -295,9 +302,10 @@ WAKER_FLAGS = (("--command", "command", "command"), ("--claude-code", "claude-co
 OPTION_FLAGS = {"run_as": "--run-as", "session_dir": "--session-dir", "model": "--model",
                 "permission_mode": "--permission-mode", "bin": "--claude-bin",
                 "headers": "--header", "activities": "--activities",
-                "base_url": "--base-url", "api_key_env": "--api-key-env"}
+                "base_url": "--base-url", "api_key_env": "--api-key-env", "network": "--network"}
 # How an option the agent's waker does not take is refused (default: the Claude Code flags').
 REFUSALS = {"run_as": "{flags} applies only to agents that run a process ({wakers})",
+            "network": "{flags} applies only to agents that run a process ({wakers})",
             "headers": "{flags} only applies with {wakers}"}
 
 
@@ -527,6 +535,9 @@ class TimeoutOrDefault(click.ParamType):
 @click.option("--workdir", metavar="DIR", help="Working directory of the turn ('' clears it).")
 @click.option("--run-as", "run_as", metavar="USER",
               help="--command, --claude-code: run the agent as this Unix user ('' clears it).")
+@click.option("--network", type=click.Choice(["on", "off"]), default=None,
+              help="--command, --claude-code: 'off' runs its turns with no network but "
+                   "loopback (in the sandbox, poller.sandbox).")
 @click.option("--activities", metavar="FILE.toml", help=ACTIVITIES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
@@ -536,7 +547,8 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
               claude_bin: str | None, url: str | None, headers: tuple[str, ...],
               waker_name: str | None, option_items: tuple[str, ...],
               allow_literal_secret: bool, timeout, workdir: str | None,
-              run_as: str | None, activities: str | None, as_json: bool) -> None:
+              run_as: str | None, network: str | None, activities: str | None,
+              as_json: bool) -> None:
     """Change how the agent HANDLE is woken and its limits; only the options given change.
 
     A new waker (--command, --claude-code, --url or --waker) drops the old
@@ -555,7 +567,8 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
                                 ("claude_bin", claude_bin)) if v is not None}
     # Clearing an option is refused where setting it would be, but for --run-as ''.
     refuse_unaccepted(kind, [*claude, *(["headers"] if headers else []),
-                             *(["run_as"] if run_as else [])])
+                             *(["run_as"] if run_as else []),
+                             *(["network"] if network == "off" else [])])
     if kind.name == MODEL_WAKER and (model is not None or base_url is not None
                                      or api_key_env is not None):
         before = current.options if current.waker == MODEL_WAKER else {}
@@ -568,6 +581,8 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
     parsed = parse_headers(headers, allow_literal_secret, removable=True)
     if run_as is not None:
         options["run_as"] = checked_user(run_as) if run_as else None
+    if network is not None:
+        options["network"] = "off" if network == "off" else None
     options.update(waker_option_items(kind, option_items, allow_literal_secret, removable=True))
     if activities is not None:
         options["activities"] = activities_file(activities) if activities else None
@@ -585,6 +600,7 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
     if not (changes or options or parsed):
         raise errors.UserError("nothing to change: give --command, --claude-code, --url, "
                                "--model, --waker, --header, --option, --timeout, --workdir, --run-as, "
+                               "--network, "
                                "--activities or a Claude Code option")
     change = app.store.set_agent(handle, options=options, headers=parsed, shape=kind, **changes)
     changed = change.changed()

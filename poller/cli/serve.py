@@ -41,6 +41,10 @@ def serve(app: App, host: str, port: int, with_poller: bool, interval: float | N
     if with_poller:
         secure.undumpable()  # agents may not read this process's secrets
     app.setup_logging(loop=with_poller)
+    if with_poller:
+        from poller.cli.loop import sandbox_warning
+
+        sandbox_warning(app)
     interval = app.config.poller.interval if interval is None else interval
     if interval <= 0:
         raise errors.UserError("--interval must be positive")
@@ -78,7 +82,10 @@ def health(app: App, as_json: bool) -> None:
     from wiki_rules.source import DialSource
 
     dials = DialSource.from_config(app.config, app.engine(check=False))
+    from poller.turns import sandbox
+
     report = poller.web.health.facts(app.store, app.now(), dials)
+    report["sandbox"] = sandbox.describe(app.config.poller.sandbox)
     if as_json:
         common.echo_json(report)
     else:
@@ -114,6 +121,10 @@ def render(report: dict) -> str:
                          f"{p['cycle_seconds']:g} s)")
     if report["dials"] is not None:
         lines.append(f"dials:    {report['dials']['source']}")
+    if report.get("sandbox") is not None:
+        from poller.turns import sandbox
+
+        lines.append(sandbox.line(report["sandbox"]["mode"]))
     lines.append("ok" if report["ok"] else "NOT OK")
     return "\n".join(lines)
 

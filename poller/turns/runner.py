@@ -16,6 +16,7 @@ never argv.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -27,8 +28,8 @@ from typing import Callable, Optional
 
 from poller import errors, logs, procs, secure, settings, tokens
 
-from poller.config import Config, PollerConfig, load
-from poller.turns import kept, registry, settling, wakers
+from poller.config import Config, PollerConfig, data_dir, load
+from poller.turns import kept, registry, sandbox, settling, wakers
 from poller.store import db
 from poller.clock import Clock
 from poller.kinds import ANSWERED, WakeKind
@@ -219,11 +220,15 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
                        model=here["model"], effort=here["effort"], rules=here["rules"],
                        on_progress=progress, history=history, persona=here["persona"],
                        session_tokens=here["session_tokens"], toolbox=toolbox)
+    jail, refusal = jail_for(cfg, agent, claimed.tools)
+    turn = dataclasses.replace(turn, sandbox=jail)
     done = threading.Event()
     every = min(HEARTBEAT_S, cfg.poller.turn_stale / 4)
     threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every, cancel),
                      daemon=True).start()
-    outcome = run_waker(store, agent, turn, cancel)
+    outcome = (run_waker(store, agent, turn, cancel) if not refusal else
+               wakers.TurnResult("failed", error=f"the turn could not be sandboxed: {refusal}",
+                                 public="its turn could not be sandboxed"))
     if progress is not None:
         progress.stop()  # before settling, which clears it: no report lands after the end
     try:  # the heartbeat goes on while settling waits for its store: the turn is alive
@@ -232,6 +237,17 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
         done.set()
     log_end(claimed, status, outcome, time.monotonic() - started)
     return status
+
+
+def jail_for(cfg: Config, agent, tools: str) -> tuple[Optional[sandbox.Jail], str]:
+    """Where the agent's processes run this turn (``poller.sandbox``), or why they may not."""
+    hidden = sandbox.hidden_paths(cfg.db_url, cfg.source, str(data_dir()))
+    jail, refusal = sandbox.for_turn(
+        cfg.poller.sandbox, tools=tools, workdir=agent.workdir,
+        network=(agent.options or {}).get("network") != "off",
+        writable=tuple(p for p in cfg.poller.sandbox_writable.split(":") if p), hidden=hidden)
+    # Only a waker that starts a process of its own here is refused for want of a sandbox.
+    return jail, refusal if registry.capabilities(agent.waker).runs_process else ""
 
 
 def run_waker(store: Store, agent, turn: wakers.TurnRequest, cancel: threading.Event) -> wakers.TurnResult:

@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Optional
 
-from poller.turns import settle
+from poller.turns import sandbox, settle
 from poller.kinds import WakeKind
 from poller.secure import mask_text
 
@@ -79,6 +79,8 @@ class TurnRequest:
     session_tokens: int = 32_000
     # For wakers that call tools (calls_tools): the turn's poller.tools.Toolbox.
     toolbox: Optional[object] = field(default=None, compare=False, repr=False)
+    # Where the turn's processes run (poller.turns.sandbox.Jail); None: unsandboxed.
+    sandbox: Optional[sandbox.Jail] = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class Waker:
     keeps_history: ClassVar[bool] = False  # its conversation is kept in the store (Turn.history)
     calls_tools: ClassVar[bool] = False  # gets the turn's toolbox (Turn.toolbox)
     reports_tokens: ClassVar[bool] = False  # its Outcome carries the provider's token counts
+    runs_process: ClassVar[bool] = False  # starts the agent as a process here (sandboxed)
 
     @classmethod
     def from_agent(cls, agent) -> "Waker":
@@ -137,6 +140,12 @@ class Waker:
         """Wake the agent and wait for its reply; *on_start* gets the process group of
         anything started, and *cancel* ends the turn early."""
         raise NotImplementedError
+
+    def needs_writable(self, home: str) -> tuple[str, ...]:
+        """What its process must be able to write, in a sandbox, to keep working (beyond
+        its scratch directory and, on full-tool turns, its work directory); *home* is
+        the home directory of the user it runs as."""
+        return ()
 
 
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ")
@@ -230,15 +239,26 @@ class Process:
     def __init__(self, argv: list[str], *, shell: bool, stdin: bytes, env: dict, cwd: Optional[str],
                  on_start: Callable[[int], None] = lambda pgid: None,
                  on_stdout: Optional[Callable[[bytes], None]] = None,
-                 run_as: Optional[RunAs] = None):
+                 run_as: Optional[RunAs] = None, jail: Optional[sandbox.Jail] = None):
         self.on_stdout = on_stdout  # given: stdout chunks go there instead of the buffer
+        self.scratch: Optional[str] = None  # a sandboxed turn's TMPDIR, removed at its end
+        if jail is not None:
+            self.scratch = sandbox.scratch((run_as.uid, run_as.gid) if run_as else None)
+            env = dict(env, TMPDIR=self.scratch)
+            argv = jail.argv(["/bin/sh", "-c", argv[0]] if shell else list(argv), self.scratch,
+                             cwd, run_as.uid if run_as is not None else None)
+            shell, cwd = False, None  # bwrap changes into the directory inside
         # close_fds: the child gets its three pipes and nothing else this
         # process holds open (the database file, sockets to the database).
-        self.proc = subprocess.Popen(argv if not shell else argv[0], shell=shell,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env, cwd=cwd,
-                                     start_new_session=True, close_fds=True, pass_fds=(),
-                                     **(run_as.popen_args() if run_as is not None else {}))
+        try:
+            self.proc = subprocess.Popen(argv if not shell else argv[0], shell=shell,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env=env, cwd=cwd,
+                                         start_new_session=True, close_fds=True, pass_fds=(),
+                                         **(run_as.popen_args() if run_as is not None else {}))
+        except OSError:
+            sandbox.remove(self.scratch)
+            raise
         self.pgid = self.proc.pid
         on_start(self.pgid)
         self.out = bytearray()
@@ -289,6 +309,7 @@ class Process:
             self.end_group()
             for t in self._threads[1:]:
                 t.join(5)
+            sandbox.remove(self.scratch)
         return True
 
     def end_group(self) -> None:
@@ -315,7 +336,8 @@ class CommandWaker(Waker):
     name = "command"
     title = "command"
     target = "command"
-    accepts = ("run_as",)
+    accepts = ("run_as", "network")
+    runs_process = True
 
     def __init__(self, command: str, run_as: Optional[str] = None):
         self.command = command
@@ -332,7 +354,7 @@ class CommandWaker(Waker):
         try:
             proc = Process([self.command], shell=True, stdin=turn.text.encode("utf-8"),
                            env=turn_env(turn, user), cwd=turn.workdir, on_start=on_start,
-                           run_as=user)
+                           run_as=user, jail=turn.sandbox)
         except OSError as exc:
             return start_failure("its command", user, exc)
         return finish(proc, turn, cancel)
@@ -618,7 +640,8 @@ class ClaudeWaker(Waker):
 
     name = "claude-code"
     title = "Claude Code"
-    accepts = ("run_as", "session_dir", "model", "permission_mode", "bin")
+    accepts = ("run_as", "session_dir", "model", "permission_mode", "bin", "network")
+    runs_process = True
     keeps_session = True
     takes_commands = True
     reports_cost = True  # total_cost_usd in its final result event
@@ -658,10 +681,21 @@ class ClaudeWaker(Waker):
         stream = ClaudeStream(turn.on_progress)
         argv = claude_argv(self.options, turn.tools, turn.session, model=turn.model,
                            effort=turn.effort, rules=turn.rules)
+        jail = turn.sandbox
+        if jail is not None:  # its configuration and sessions stay writable (--resume)
+            needs = self.needs_writable(user.home if user else os.path.expanduser("~"))
+            with contextlib.suppress(OSError):  # a bind needs it to be there
+                if not os.path.isdir(needs[0]):
+                    os.makedirs(needs[0], mode=0o700)
+                    if user is not None:
+                        os.chown(needs[0], user.uid, user.gid)
+            jail = jail.needing(needs)
+            if turn.tools == "full" and cwd:
+                jail = dataclasses.replace(jail, workdir=cwd)
         try:
             proc = Process(argv, shell=False, stdin=turn.text.encode("utf-8"),
                            env=turn_env(turn, user), cwd=cwd, on_start=on_start,
-                           on_stdout=stream.feed, run_as=user)
+                           on_stdout=stream.feed, run_as=user, jail=jail)
         except OSError as exc:
             return start_failure("claude", user, exc, shown=argv[0])
         ended = _await(proc, turn, cancel)
@@ -671,6 +705,11 @@ class ClaudeWaker(Waker):
                            session=stream.session)
         out = self._outcome(stream, proc, turn)
         return command_output(out, stream) if turn.kind == COMMAND else out
+
+    def needs_writable(self, home: str) -> tuple[str, ...]:
+        """``~/.claude``, where its sessions are kept, and its configuration
+        (``~/.claude.json``)."""
+        return (os.path.join(home, ".claude"), os.path.join(home, ".claude.json"))
 
     @classmethod
     def _outcome(cls, stream: ClaudeStream, proc: Process, turn: TurnRequest) -> TurnResult:

@@ -20,6 +20,12 @@ import croniter  # noqa: F401
 import pytest
 from sqlalchemy.engine import base
 
+from poller.turns import sandbox
+
+# Whether bubblewrap works here is probed once per process (one `bwrap … true`), as
+# `config check` and `status` ask it: done before the guard, as the library's start-up.
+sandbox.state("auto")
+
 _active = 0  # how many guards are on: the setup's and the test's may overlap
 
 
