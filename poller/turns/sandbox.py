@@ -205,7 +205,11 @@ def scratch(owner: Optional[tuple[int, int]] = None) -> str:
     """A new scratch directory for one turn (its TMPDIR), owned by the agent's user."""
     path = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
     if owner is not None:
-        os.chown(path, *owner)
+        try:
+            os.chown(path, *owner)
+        except PermissionError as exc:  # no privilege to switch users: as Popen would say
+            remove(path)
+            raise PermissionError(exc.errno, exc.strerror) from None
     return path
 
 

@@ -14,7 +14,7 @@ import time
 
 import sqlalchemy as sa
 
-from support.agents import agent_command, wakes_seen
+from support.agents import agent_command, agent_running, sandboxed, wakes_seen
 from support.cli import Cli
 from support.timeline import TimelineCli, at
 from support.waiting import HANG_GUARD_S, wait_for
@@ -28,15 +28,6 @@ from support.world import cli  # noqa: F401  (a fixture)
 # one timeline.
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().split()[2] != "Z"
-
-
 def test_kill_9_during_a_turn_closes_it_as_cut_off_and_never_wakes_twice(cli, sqlite_url, tmp_path):
     cli("mood", "add", "lobby")
     cli("person", "add", "ada", "--trust", "full")
@@ -47,16 +38,18 @@ def test_kill_9_during_a_turn_closes_it_as_cut_off_and_never_wakes_twice(cli, sq
     first = cli("post", "lobby", "--as", "ada", "--at", at(1), "@bot a long question").out.strip()
     poller = start_run(sqlite_url, tmp_path)
     try:
-        seen = wait_for(lambda: wakes_seen(tmp_path), what="the agent to start")
-        agent_pid = seen[0]["pid"]
+        wait_for(lambda: wakes_seen(tmp_path), what="the agent to start")
         wait_for(lambda: wakes(cli)[0]["status"] == "running", what="the turn to run")
         os.killpg(poller.pid, signal.SIGKILL)  # the poller and its runner, as a crash would
         poller.wait(HANG_GUARD_S)
-        assert alive(agent_pid)  # the agent's own process group outlived them
+        if sandboxed():  # its namespace ends with the runner that started it
+            wait_for(lambda: not agent_running(tmp_path), what="the agent to end with its poller")
+        else:
+            assert agent_running(tmp_path)  # the agent's own process group outlived them
         # Restarted later on the same timeline (before any quiet look is due).
         poller = start_run(sqlite_url, tmp_path, name="run2", now=at(600))
         wait_for(lambda: wakes(cli)[0]["status"] == "cut_off", what="the turn to be closed")
-        wait_for(lambda: not alive(agent_pid), what="the orphaned agent to be killed")
+        wait_for(lambda: not agent_running(tmp_path), what="the orphaned agent to be killed")
         wait_cycles(sqlite_url, 3)  # cycles after the one that closed it: room to wake twice
         ws = wakes(cli)
         assert len(ws) == 1 and ws[0]["answers"] == [int(first)]  # not woken twice
@@ -80,7 +73,7 @@ def test_sigterm_stops_cleanly_and_the_turn_is_recorded(cli, sqlite_url, tmp_pat
     cli("post", "lobby", "--as", "ada", "--at", at(1), "@bot slow one")
     poller = start_run(sqlite_url, tmp_path)
     try:
-        agent_pid = wait_for(lambda: wakes_seen(tmp_path), what="the agent to start")[0]["pid"]
+        wait_for(lambda: wakes_seen(tmp_path), what="the agent to start")
         poller.send_signal(signal.SIGTERM)
         # After its grace period (2 s) the poller ends the turn and exits cleanly.
         assert poller.wait(HANG_GUARD_S) == 0
@@ -88,7 +81,7 @@ def test_sigterm_stops_cleanly_and_the_turn_is_recorded(cli, sqlite_url, tmp_pat
         stop(poller)
     (w,) = wakes(cli)
     assert w["status"] == "cut_off" and "stopped" in w["error"]
-    assert not alive(agent_pid)
+    assert not agent_running(tmp_path)
 
 
 def test_a_second_sqlite_poller_waits_and_tick_exits_at_once(cli, sqlite_url, tmp_path):

@@ -80,7 +80,7 @@ def test_a_person_and_an_agent_meet_the_same_ingest_rules(cli, tmp_path):
 
 
 def _poller(url: str) -> loop.Poller:
-    cfg = config_mod.Config(db_url=url)
+    cfg = config_mod.load(db_url=url)  # the environment's settings (its sandbox) included
     store = Store(db.make_engine(url), tokens.counter(cfg.encoding))
     return loop.Poller(store, cfg, launcher=launch.ThreadLauncher(store, cfg))
 

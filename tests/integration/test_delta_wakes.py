@@ -144,25 +144,36 @@ def test_a_session_unused_past_archive_after_gets_the_full_catch_up(room, tmp_pa
 
 def test_a_post_made_while_the_sessions_turn_ran_reaches_its_next_wake(room, tmp_path):
     # bob speaks after claude's wake was composed and before its reply: the
-    # session never saw it, so the next wake there must carry it.
+    # session never saw it, so the next wake there must carry it.  The first turn
+    # waits at its start until bob has spoken (from outside: its sandbox hides the
+    # database from it).
+    import json
     import sys
+
+    from support.waiting import wait_for
 
     bindir = tmp_path / "bin"
     real = bindir / "claude-real"
     (bindir / "claude").rename(real)
-    flag = bindir / "posted"
+    started, go = bindir / "started", bindir / "go"
     (bindir / "claude").write_text(f"""#!{sys.executable}
-import os, subprocess, sys
-if not os.path.exists({str(flag)!r}):
-    open({str(flag)!r}, "w").close()
-    subprocess.run([{sys.executable!r}, "-m", "poller", "--db", {room.db_url!r}, "post", "lobby",
-                    "--as", "bob", "--at", "2026-11-30T12:00:04Z",
-                    "DURING-THE-TURN the oven is on fire"], check=True)
+import os, sys, time
+if not os.path.exists({str(started)!r}):
+    open({str(started)!r}, "w").close()
+    give_up = time.monotonic() + 120
+    while not os.path.exists({str(go)!r}) and time.monotonic() < give_up:
+        time.sleep(0.05)
 os.execv({str(real)!r}, [{str(real)!r}] + sys.argv[1:])
 """)
     (bindir / "claude").chmod(0o755)
     post(room, 1, "ada", "@claude hello")
-    tick(room, 3)
+    room("tick", "--now", "2026-11-30T12:00:03Z")  # its runner goes on in the background
+    wait_for(started.exists, what="the first turn to start")
+    post(room, 4, "bob", "DURING-THE-TURN the oven is on fire")
+    go.touch()
+    wait_for(lambda: all(w["status"] not in ("pending", "running")
+                         for w in json.loads(room("wakes", "--json").out)),
+             what="the first turn to settle")
     post(room, 20, "ada", "@claude anything new?")
     tick(room, 21)
     first, second = seen_by_claude(tmp_path)[:2]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 
-from support.agents import agent_command, open_gate, wakes_seen
+from support.agents import agent_command, agent_running, open_gate, wakes_seen
 from support.timeline import T0, at, since_t0
 from support.waiting import wait_for
 from support.world import cli, world  # noqa: F401  (fixtures)
@@ -581,19 +581,11 @@ def test_an_emergency_stop_set_elsewhere_ends_the_turn_through_its_heartbeat(cli
     c("tick", "--now", at(0))
     post(c, 1, "ada", "@bot a long job")
     c("tick", "--now", at(2))
-    agent_pid = wait_for(lambda: wakes_seen(tmp_path), what="the agent to start")[0]["pid"]
+    wait_for(lambda: wakes_seen(tmp_path), what="the agent to start")
     with monkeypatch.context() as m:
         m.setattr(procs, "HOST", "machine-b")  # the stop is set on another machine
         c("scram", "--by", "ada", "--now", at(3))
-
-    def gone():
-        try:
-            os.kill(agent_pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-
-    wait_for(gone, what="the emergency stop to end the agent")
+    wait_for(lambda: not agent_running(tmp_path), what="the emergency stop to end the agent")
     assert wakes(c)[0]["status"] == "cut_off"
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from support.agents import agent_command
+from support.agents import agent_command, sandboxed
 from support import users
 from support.cli import Cli
 from poller.turns import wakers
@@ -69,12 +69,17 @@ def test_an_agent_of_the_pollers_own_user_reads_no_secret(throwaway_user, shared
     reply = probe_reply(Cli(url))
     assert leaked(reply) == [], reply
     assert f"== uid {user.pw_uid}" in reply
-    # Its parent (a runner, or the poller itself when turns run as threads) and the
-    # poller are this same user; neither lets it read its environment or open files.
-    first = first_ancestor(reply)
-    assert re.search(r"unreadable: /proc/\d+/environ", first), first
-    assert re.search(r"unreadable: /proc/\d+/fd", first), first
-    assert every_ancestor_environ_unreadable(reply)
+    if sandboxed():
+        # In its namespace its only ancestor is bubblewrap's, holding its own allowlisted
+        # environment: no runner and no poller is there to read.
+        assert re.findall(r"^== ancestor (\d+) \((\S+)\)", reply, re.MULTILINE) == [("1", "bwrap")]
+    else:
+        # Its parent (a runner, or the poller itself when turns run as threads) and the
+        # poller are this same user; neither lets it read its environment or open files.
+        first = first_ancestor(reply)
+        assert re.search(r"unreadable: /proc/\d+/environ", first), first
+        assert re.search(r"unreadable: /proc/\d+/fd", first), first
+        assert every_ancestor_environ_unreadable(reply)
     assert not [line for line in inherited(reply) if "moods.db" in line or "socket:" in line]
 
 
@@ -185,6 +190,9 @@ def test_agents_see_exactly_the_allowlisted_environment(cli, tmp_path, monkeypat
     c("post", "lobby", "--as", "ada", "--at", at(1), "@bot what can you see?")
     c("tick", "--now", at(2), "--wait")
     seen = json.loads(posts(c)[-1]["text"])
+    if sandboxed():  # its own scratch directory, never the poller's TMPDIR
+        scratch = seen.pop("TMPDIR")
+        assert scratch != str(tmp_path) and "mood-turn-" in scratch
     wake_vars = {"MOOD_WAKE_ID", "MOOD_AGENT", "MOOD_SLUG", "MOOD_WAKE_KIND", "MOOD_TOOLS"}
     assert set(seen) - {"PWD", "SHLVL", "_"} == set(passed) | wake_vars  # the shell adds those
     assert {k: seen[k] for k in passed} == passed

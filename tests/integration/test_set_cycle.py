@@ -54,7 +54,7 @@ def new_store(request, tmp_path):
 
 def poller_for(store: Store) -> tuple[loop.Poller, ListLauncher]:
     launcher = ListLauncher()
-    cfg = config_mod.Config(db_url=store.engine.url.render_as_string(hide_password=False))
+    cfg = config_mod.load(db_url=store.engine.url.render_as_string(hide_password=False))
     return loop.Poller(store, cfg, launcher=launcher), launcher
 
 

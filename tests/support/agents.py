@@ -90,3 +90,21 @@ def script(queue: Path, *replies: str) -> None:
 def open_gate(gate: Path) -> None:
     """Let an agent started in ``gate`` mode finish its turn."""
     gate.touch()
+
+
+def agent_running(tmp_path: Path) -> bool:
+    """Whether a stand-in agent of this test (``agent_command``) still runs on this machine.
+
+    Found by its command line, which names this test's log: inside its sandbox an agent
+    has a PID namespace of its own, so the pid it sees of itself means nothing here."""
+    import subprocess
+
+    return subprocess.run(["pgrep", "-f", str(tmp_path / "wakes.jsonl")],
+                          capture_output=True).returncode == 0
+
+
+def sandboxed() -> bool:
+    """Whether agent turns run sandboxed on this machine (``poller.sandbox = auto``)."""
+    from poller.turns import sandbox
+
+    return sandbox.state("auto").active
