@@ -8,11 +8,19 @@
    peak memory of the process tree (sampled every 0.2 s) and what
    ``mood-poller status`` said of the backlog along the way.  Target: drains
    in <= 2 min on 2 cores, nothing lost.
-2. **In flight.**  16 turns of an agent that holds its turn open: the RSS of
+2. **The sandbox.**  What starting a turn's process in its bubblewrap namespace
+   costs (``poller.sandbox``): ``/bin/true`` started as a turn's process is, bare
+   and in the jail a look-only turn gets (its scratch directory made and removed,
+   the database hidden), 200 times each; the difference per start, wall (median)
+   and CPU (of the children, mean).  Target: <= 20 ms per turn.  The drain above
+   runs with the sandbox (``auto``) and without (``off``), to show what it costs a
+   backlog.
+3. **In flight.**  16 turns of an agent that holds its turn open: the RSS of
    the ``run`` process alone (not the agents) with 16 turns in flight, minus
    its RSS when idle, per turn.  Target: <= 5 MB per turn in flight.
 
-Run: ``python bench/turns.py [--quick] [--launch process|thread] [--db URL]``.
+Run: ``python bench/turns.py [--quick] [--launch process|thread] [--sandbox both|auto|off]
+[--db URL]``.
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ MOODS, PER_MOOD = 50, 20
 DEADLINE_S = 25 * 60
 TARGET_DRAIN_S = 120
 TARGET_PER_TURN_MB = 5.0
+TARGET_SANDBOX_MS = 20.0
+STARTS = 200
 IN_FLIGHT = 16
 
 
@@ -76,14 +86,68 @@ def main() -> None:
     p = _common.parser(__doc__)
     p.add_argument("--launch", choices=["process", "thread"], default="thread",
                    help="How `run` starts turns (its default, auto, is thread).")
+    p.add_argument("--sandbox", choices=["both", "auto", "off"], default="both",
+                   help="Drain with turns sandboxed (auto), not (off), or both, one after the other.")
     args = p.parse_args()
     print(_common.machine(), f"load average {os.getloadavg()[0]:.2f}")
-    drain(args)
+    for mode in (["auto", "off"] if args.sandbox == "both" else [args.sandbox]):
+        drain(args, mode)
+    sandbox_startup(args)
     in_flight(args)
 
 
-def start_run(url: str, launch: str, env_extra: dict | None = None) -> tuple[subprocess.Popen, dict]:
-    env = dict(os.environ, PYTHONPATH=str(REPO), MOOD_POLLER_DB=url, MOOD_POLLER_LAUNCH=launch)
+def starts(argv_for, n: int) -> tuple[float, float]:
+    """Median wall and mean CPU (children's) in ms of starting and reaping *n* processes."""
+    import resource
+
+    walls = []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(n):
+        t = time.perf_counter()
+        argv, done = argv_for()
+        subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"}, check=True,
+                       start_new_session=True, close_fds=True)
+        done()
+        walls.append((time.perf_counter() - t) * 1000)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000 / n
+    return _common.median(walls), cpu
+
+
+def sandbox_startup(args) -> None:
+    from poller.config import data_dir
+    from poller.turns import sandbox
+
+    st = sandbox.state("auto")
+    if not st.active:
+        print(f"sandbox start-up: not measured ({st.why})")
+        return
+    n = STARTS // 4 if args.quick else STARTS
+    url = args.db or "sqlite:////var/lib/mood-poller/moods.db"
+    jail = sandbox.Jail(st.bwrap, look_only=True,
+                        hidden=sandbox.hidden_paths(url, "", str(data_dir())))
+
+    def bare():
+        return ["/bin/true"], lambda: None
+
+    def jailed():
+        scratch = sandbox.scratch()
+        return jail.argv(["/bin/true"], scratch, None), lambda: sandbox.remove(scratch)
+
+    bare_wall, bare_cpu = starts(bare, n)
+    jail_wall, jail_cpu = starts(jailed, n)
+    cost = jail_wall - bare_wall
+    verdict = "met" if cost <= TARGET_SANDBOX_MS else "MISSED"
+    print(f"sandbox start-up, {n} starts each: bare /bin/true {bare_wall:.2f} ms wall, "
+          f"{bare_cpu:.2f} ms CPU; in bubblewrap {jail_wall:.2f} ms wall, {jail_cpu:.2f} ms CPU; "
+          f"the sandbox adds {cost:.2f} ms wall, {jail_cpu - bare_cpu:.2f} ms CPU per turn "
+          f"(target <= {TARGET_SANDBOX_MS:g} ms: {verdict})")
+
+
+def start_run(url: str, launch: str, sandbox: str = "auto") -> tuple[subprocess.Popen, dict]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), MOOD_POLLER_DB=url, MOOD_POLLER_LAUNCH=launch,
+               MOOD_POLLER_SANDBOX=sandbox)
     env.pop("MOOD_POLLER_CONFIG", None)
     log = open(Path(url.removeprefix("sqlite:///")).with_name("run.log"), "a") \
         if url.startswith("sqlite:///") else subprocess.DEVNULL
@@ -107,7 +171,7 @@ def stop_run(proc: subprocess.Popen) -> float:
     return float("nan")
 
 
-def drain(args) -> None:
+def drain(args, sandbox: str) -> None:
     moods, per_mood = (10, 5) if args.quick else (MOODS, PER_MOOD)
     url, store, _ = _common.database(args.db)
     slugs = _common.build_world(store, moods, ["echo-a", "echo-b"], ["alice"],
@@ -124,7 +188,7 @@ def drain(args) -> None:
     _common.ingest(store, items)
     owed_total = 2 * len(items)
     started = time.monotonic()
-    proc, env = start_run(url, args.launch)
+    proc, env = start_run(url, args.launch, sandbox)
     peak, next_status, progress = 0, started, []
     try:
         while time.monotonic() - started < DEADLINE_S:
@@ -146,7 +210,7 @@ def drain(args) -> None:
         cpu = stop_run(proc)
     answered, owed, wakes = counts(store)
     print(f"drain: {len(items)} mentions x 2 agents across {moods} Moods, launch={args.launch}, "
-          f"parallel_turns 16, shipped interval")
+          f"sandbox={sandbox}, parallel_turns 16, shipped interval")
     verdict = ("met" if answered == owed_total and owed == 0 and elapsed <= TARGET_DRAIN_S
                else "MISSED")
     print(f"drained: {answered:,} of {owed_total:,} answers in {wakes} wakes, {elapsed:.1f} s wall, "

@@ -4,6 +4,7 @@
 #     and MediaWiki with PHP's SQLite driver (the dials tests start a real wiki).
 #   - systemd (systemd-analyze, systemd-sysusers, systemd-tmpfiles) and logrotate:
 #     the operator's kit is checked with them; no running systemd is needed.
+#   - bubblewrap: agent turns run sandboxed (poller.sandbox), and the tests check it.
 #   - chromium: the web page is tested in a real headless browser (Playwright
 #     drives /usr/bin/chromium; `playwright install` is never run).
 #   - Python packages: this project with its test extras, editable, and the small
@@ -13,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi php8.2-cli micro-httpd systemd logrotate chromium)
+DEBS=(postgresql mediawiki php-sqlite3 php8.2-cgi php8.2-cli micro-httpd systemd logrotate chromium bubblewrap)
 missing=()
 for deb in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")

@@ -20,8 +20,8 @@ import sys
 
 from support.cli import Cli
 from support.machine import REPO
-from support.secrecy import (HEADER_SECRET, every_ancestor_environ_unreadable, inherited, leaked,
-                             lobby, poller_env, probe_reply, run_tick, write_probe)
+from support.secrecy import (HEADER_SECRET, inherited, leaked, lobby, no_ancestor_to_read,
+                             poller_env, probe_reply, run_tick, write_probe)
 from support.secrecy import shared, throwaway_user  # noqa: F401  (fixtures)
 
 
@@ -48,5 +48,5 @@ def test_an_agent_run_as_another_user_reads_no_secret_nor_the_database(throwaway
     assert f"== uid {user.pw_uid}" in reply
     assert f"HOME={user.pw_dir}" in reply and f"USER={user.pw_name}" in reply
     assert f"== unreadable: {db}" in reply
-    assert every_ancestor_environ_unreadable(reply)
+    assert no_ancestor_to_read(reply)
     assert not [line for line in inherited(reply) if "moods.db" in line or "socket:" in line]

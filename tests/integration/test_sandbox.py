@@ -291,3 +291,46 @@ def test_bwrap_required_but_missing_fails_the_turn_in_one_line(room, probe, port
     assert w["status"] == "failed"
     assert "could not be sandboxed" in w["error"] and "not installed" in w["error"]
     assert not running(marker)
+
+
+# A Claude Code stand-in that keeps its sessions where Claude Code does (~/.claude) and
+# refuses a --resume it cannot find there, as Claude Code does.
+CLAUDE = r"""#!/bin/bash
+cat >/dev/null
+resume=""
+while [ $# -gt 0 ]; do [ "$1" = --resume ] && resume=$2; shift; done
+mkdir -p "$HOME/.claude/projects"
+if [ -n "$resume" ]; then
+  [ -f "$HOME/.claude/projects/$resume" ] || { echo "No conversation found with session ID: $resume" >&2; exit 1; }
+  sid=$resume
+else
+  sid="s-$RANDOM$RANDOM"
+fi
+echo "turn" >> "$HOME/.claude/projects/$sid" || exit 2
+n=$(wc -l < "$HOME/.claude/projects/$sid")
+wrote=no; touch "$PWD/probe-file" 2>/dev/null && wrote=yes
+echo '{"type":"system","subtype":"init","session_id":"'$sid'","cwd":"'$PWD'","model":"m","tools":[],"slash_commands":[],"permissionMode":"dontAsk"}'
+echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":1,"duration_api_ms":1,"num_turns":1,"result":"turn '$n' of '$sid' wrote='$wrote'","session_id":"'$sid'","total_cost_usd":0.0,"usage":{"input_tokens":1,"output_tokens":1}}'
+"""
+
+
+def test_claude_code_keeps_its_sessions_writable_in_both_tiers(room, probe, tmp_path):
+    claude = probe.dir / "claude"
+    claude.write_text(CLAUDE)
+    claude.chmod(0o755)
+    sessions = tmp_path / "session-dir"
+    room("agent", "add", "bot", "--claude-code", "--claude-bin", str(claude),
+         "--session-dir", str(sessions))
+    ask(room, 10, who="bob")  # look-only: the filesystem is read-only but ~/.claude
+    first = last_wake(room)
+    assert (first["tools"], first["status"]) == ("look", "replied")
+    said = [p["text"] for p in json.loads(room("posts", "lobby", "--json").out)
+            if p["sender"] == "bot"]
+    assert said[-1].startswith("turn 1 of s-") and said[-1].endswith("wrote=no")
+    sid = said[-1].split()[3]
+    ask(room, 20)  # full tools: it resumes the same session, and may write its directory
+    said = [p["text"] for p in json.loads(room("posts", "lobby", "--json").out)
+            if p["sender"] == "bot"]
+    assert said[-1] == f"turn 2 of {sid} wrote=yes"
+    assert (sessions / "probe-file").exists()
+    assert (tmp_path / "home" / ".claude" / "projects" / sid).read_text() == "turn\nturn\n"

@@ -184,3 +184,14 @@ def write_probe(shared: Path) -> Path:
     probe.write_text(PROBE)
     probe.chmod(0o755)
     return probe
+
+
+def no_ancestor_to_read(reply: str) -> bool:
+    """The probe found no process of the poller's to read: sandboxed, its only ancestor in
+    its namespace is bubblewrap's (holding its own allowlisted environment); unsandboxed,
+    every ancestor's environment is unreadable (non-dumpable)."""
+    from support.agents import sandboxed
+
+    if sandboxed():
+        return re.findall(r"^== ancestor (\d+) \((\S+)\)", reply, re.MULTILINE) == [("1", "bwrap")]
+    return every_ancestor_environ_unreadable(reply)
