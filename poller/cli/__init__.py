@@ -322,14 +322,16 @@ class App:
             self._config = config.load(self._config_path, db_url=self._db_url)
         return self._config
 
-    def engine(self, check: bool = True):
-        """The database engine; with *check*, the schema must be initialised."""
+    def engine(self, check: bool = True, create: bool = False):
+        """The database engine; with *check*, the schema must be initialised.  A SQLite
+        file that is not there is made only with *create* (``init``): any other command
+        says to run ``init`` and leaves nothing behind."""
         if self._engine is None:
             with importing():
                 from poller.store import db
 
             check_db_url(self.config.db_url)
-            self._engine = db.make_engine(self.config.db_url)
+            self._engine = db.make_engine(self.config.db_url, create=create)
             if check:
                 db.check_schema(self._engine)
         return self._engine

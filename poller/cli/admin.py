@@ -25,7 +25,7 @@ def init(app: App, answer_from_now: bool, as_json: bool) -> None:
     """
     from poller.store import db
 
-    engine = app.engine(check=False)
+    engine = app.engine(check=False, create=True)
     before, after = db.upgrade(engine)
     where = db.safe_url(app.config.db_url)
     started = None

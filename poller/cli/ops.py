@@ -82,6 +82,8 @@ def check(ctx: click.Context, app: App, path: str | None, as_json: bool, connect
     failed = [r.name for r in results if r.status == "failed"]
     if failed:
         common.echo(f"mood-poller: cannot reach {', '.join(failed)}", err=True)
+        if any(r.lasting for r in results if r.status == "failed"):
+            ctx.exit(errors.StoreError.exit_code)  # 78: only the operator can fix it
         ctx.exit(errors.StoreBusy.exit_code)  # 75: it may work when tried again
 
 
@@ -145,6 +147,7 @@ class Reached:
     name: str
     status: str  # ok | failed | skipped
     detail: str
+    lasting: bool = False  # failed for a cause that waiting will not remove (exit 78, not 75)
 
     def line(self) -> str:
         if self.status == "failed":
@@ -171,11 +174,12 @@ def reach_database(cfg: Config) -> Reached:
         if database and database != ":memory:" and not database.startswith("file:") \
                 and not Path(database).expanduser().exists():
             return Reached("database", "failed", f"no database file at {database} "
-                                                 "(`mood-poller init` creates it)")
+                                                 "(`mood-poller init` creates it)", lasting=True)
     try:
-        engine = db.make_engine(cfg.db_url)  # opens a connection and runs SELECT 1
+        engine = db.make_engine(cfg.db_url, create=False)  # connects and runs SELECT 1
     except errors.PollerError as exc:
-        return Reached("database", "failed", mask_text(str(exc)))
+        return Reached("database", "failed", mask_text(str(exc)),
+                       lasting=exc.exit_code == errors.StoreError.exit_code)
     engine.dispose()
     return Reached("database", "ok", f"{where} answered SELECT 1")
 

@@ -258,6 +258,7 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
     options = ({k: v for k, v in model_options(model, base_url, api_key_env).items() if v}
                if kind.name == MODEL_WAKER else claude_options(claude))
     check_url(url)
+    note_missing_command(command)
     if headers:
         options["headers"] = parse_headers(headers, allow_literal_secret)
     if run_as is not None:
@@ -386,6 +387,37 @@ def claude_options(given: dict) -> dict:
     if "claude_bin" in given:
         given["bin"] = given.pop("claude_bin")
     return given
+
+
+# What a shell runs without looking for a file: no note for these.
+SHELL_WORDS = frozenset(("cd", "exec", "echo", "true", "false", "set", "export", ":", ".",
+                         "source", "test", "[", "read", "printf", "eval", "if", "for", "while",
+                         "until", "case", "{", "(", "!", "exit", "cat", "env", "command", "time"))
+
+
+def note_missing_command(command: str | None) -> None:
+    """Say (on stderr; the agent is added all the same) when the program a command runs is
+    not on this machine: the poller may run elsewhere, or it may be installed later."""
+    import os
+    import shlex
+    import shutil
+
+    if not command:
+        return
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return  # the shell will say what is wrong with it
+    first = next((w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)), "")
+    if not first or first in SHELL_WORDS or any(c in first for c in "$`*?~"):
+        return
+    if "/" in first:
+        if not (os.path.isfile(first) and os.access(first, os.X_OK)):
+            click.echo(f"note: {first} is not an executable file on this machine "
+                       "(its turns fail until it is)", err=True)
+    elif shutil.which(first) is None:
+        click.echo(f"note: {first} is not found on this PATH (its turns fail unless the "
+                   "poller's PATH has it)", err=True)
 
 
 def check_url(url: str | None) -> None:
@@ -578,6 +610,7 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
     else:
         options = {k: v or None for k, v in claude_options(claude).items()}
     check_url(url)
+    note_missing_command(command)
     parsed = parse_headers(headers, allow_literal_secret, removable=True)
     if run_as is not None:
         options["run_as"] = checked_user(run_as) if run_as else None

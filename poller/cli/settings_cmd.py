@@ -20,7 +20,9 @@ class SetCommand(click.Command):
         super().format_epilog(ctx, formatter)
 
 
-@click.command("set", cls=SetCommand)
+# A value that starts with "-" (set considers_per_hour -5) is a value, to be refused by
+# its range, not an unknown option.
+@click.command("set", cls=SetCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("key")
 @click.argument("value")
 @click.option("--mood", metavar="SLUG", help="Only in this Mood (default: every Mood).")

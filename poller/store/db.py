@@ -40,13 +40,18 @@ def transient_errors() -> tuple[type[Exception], ...]:
     return (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
+# Spellings of PostgreSQL that SQLAlchemy has no dialect for (Heroku's and libpq's own).
+POSTGRES_MISSPELLINGS = ("postgres", "pgsql", "pg")
+
+
 def safe_url(url: str) -> str:
     """The URL with its password and credential-like parameters masked, for messages."""
     return mask_url(url)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for *url*, its first connection made.
+def make_engine(url: str, *, create: bool = True) -> Engine:
+    """An engine for *url*, its first connection made; a SQLite file that is not there is
+    made only with *create* (else StoreError, exit 78, saying to run `mood-poller init`).
 
     Raises :class:`errors.StoreUnavailable` (exit 75: try again) when a database
     server cannot be reached, and :class:`errors.StoreError` (exit 78) for what
@@ -61,8 +66,12 @@ def make_engine(url: str) -> Engine:
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     where = safe_url(url)
+    if parsed.drivername.split("+")[0] in POSTGRES_MISSPELLINGS:
+        raise errors.StoreError(f"cannot open database {where}: write a PostgreSQL URL as "
+                                "postgresql+psycopg://USER@HOST/DB (SQLAlchemy does not know "
+                                f"{parsed.drivername}://)")
     if parsed.get_backend_name() == "sqlite":
-        engine = _sqlite_engine(parsed)
+        engine = _sqlite_engine(parsed, create)
     else:
         try:
             engine = sa.create_engine(parsed, pool_pre_ping=True,
@@ -127,11 +136,14 @@ def _missing_driver(parsed, exc: BaseException) -> str | None:
     return None
 
 
-def _sqlite_engine(parsed) -> Engine:
+def _sqlite_engine(parsed, create: bool = True) -> Engine:
     database = parsed.database or ""
     watched = None
     if database and database != ":memory:" and not database.startswith("file:"):
         path = Path(database).expanduser()
+        if not create and not path.exists():
+            raise errors.StoreError(f"there is no database at {path}: `mood-poller init` "
+                                    "creates it")
         try:
             _private_file(path)
             watched = FileIdentity.of(path)

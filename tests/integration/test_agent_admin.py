@@ -446,3 +446,13 @@ def test_header_values_are_never_printed_when_they_change(room):
     for secret in ("OLD_TOKEN", "NEW_TOKEN", "blue", "green"):
         assert secret not in out + room("agent", "list").out + room("agent", "list", "--json").out
     assert agents(room)["svc"]["options"]["headers"] == {"Authorization": "***", "X-Extra": "***"}
+
+
+def test_a_command_whose_program_is_not_here_is_added_with_a_note(cli, tmp_path):
+    r = cli("agent", "add", "ghost", "--command", "/no/such/binary --reply")
+    assert "note: /no/such/binary is not an executable file on this machine" in r.err
+    assert "ghost" in agents(cli)
+    r = cli("agent", "set", "ghost", "--command", "no-such-program-here --reply")
+    assert "note: no-such-program-here is not found on this PATH" in r.err
+    r = cli("agent", "set", "ghost", "--command", "LANG=C cat >/dev/null; echo hi")
+    assert r.err == ""  # a program that is there, behind a variable: nothing to say

@@ -65,3 +65,40 @@ def test_connect_reports_a_refused_api_key(tmp_path, sqlite_url, cli, fake, monk
     r = Cli(sqlite_url, str(path)).fails("config", "check", "--connect")
     assert r.code == 75
     assert "HTTP 401" in checks(r.out)["summarizer"] and SECRET not in r.out + r.err
+
+
+def test_connect_exits_75_when_every_failure_may_pass(tmp_path):
+    # A PostgreSQL server that does not answer (yet): trying again later can help.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = Cli(f"postgresql+psycopg://mood@127.0.0.1:{port}/moods").fails("config", "check",
+                                                                       "--connect")
+    assert r.code == 75
+    assert checks(r.out)["database"].startswith("failed: ")
+
+
+def test_read_only_commands_create_no_database(tmp_path):
+    missing = tmp_path / "no" / "such" / "moods.db"
+    for args in (("status",), ("health",), ("agent", "list"), ("posts", "lobby"),
+                 ("config", "check", "--connect")):
+        r = Cli(f"sqlite:///{missing}").fails(*args)
+        assert r.code == 78, (args, r.err)
+        assert not (tmp_path / "no").exists(), args  # not even its directory
+    assert "`mood-poller init` creates it" in Cli(f"sqlite:///{missing}").fails("status").err
+    Cli(f"sqlite:///{missing}")("init")
+    assert missing.exists()
+
+
+def test_a_postgres_url_is_answered_with_the_spelling_to_use():
+    r = Cli("postgres://mood@127.0.0.1/moods").fails("status")
+    assert r.code == 78 and "postgresql+psycopg://" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_a_negative_setting_is_refused_by_its_range(cli):
+    r = cli.fails("set", "considers_per_hour", "-5")
+    assert "considers_per_hour must be between 0 and 60, got -5" in r.err
+    assert "No such option" not in r.err
