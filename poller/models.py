@@ -1,7 +1,9 @@
 """The SQL schema: typed SQLAlchemy 2 declarative models.
 
 Alembic migrations in ``poller/migrations`` must produce exactly this schema
-(a test runs autogenerate against a migrated database and expects no diff).
+(a test runs autogenerate against a migrated database and expects no diff),
+but for the search index over posts, which declarative models cannot say
+(see :data:`SEARCH_TABLE`, and :func:`modelled`, which keeps it out of the comparison).
 Times are stored as naive UTC and come back as aware UTC datetimes.
 """
 
@@ -744,3 +746,28 @@ class Webhook(Base):
     secret: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[dt.datetime]
     removed_at: Mapped[Optional[dt.datetime]]
+
+
+# -- Full-text search over posts (migration 0016) -------------------------------------------------
+#
+# Not a model: on SQLite an FTS5 table over ``posts.text`` (external content: it keeps only
+# the index, the text stays in ``posts``), with the shadow tables FTS5 makes for it
+# (``posts_fts_data``, ``_idx``, ``_docsize``, ``_config``) and three triggers on ``posts``
+# that keep it in step with every insert, edit and delete; on PostgreSQL a GIN index on
+# ``to_tsvector('simple', text)``.  poller.store.search reads them.  A migration that
+# rebuilds ``posts`` (a batch ALTER on SQLite copies it to a new table) must make the
+# triggers again.
+
+SEARCH_TABLE = "posts_fts"  # SQLite
+SEARCH_INDEX = "ix_posts_fts"  # PostgreSQL
+
+
+def modelled(name: Optional[str], type_: str, parent_names: dict) -> bool:
+    """Whether the schema object *name* is one the models describe: Alembic's
+    ``include_name`` hook, so that comparing a migrated database with the models (and
+    autogenerate) leaves the search index alone."""
+    if type_ == "table":
+        return not (name == SEARCH_TABLE or (name or "").startswith(SEARCH_TABLE + "_"))
+    if type_ == "index":
+        return name != SEARCH_INDEX
+    return True

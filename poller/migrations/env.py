@@ -22,6 +22,7 @@ def run_migrations_online() -> None:
             target_metadata=target_metadata,
             render_as_batch=connection.dialect.name == "sqlite",
             compare_type=True,
+            include_name=models.modelled,  # the search index is the migrations' alone
         )
         with context.begin_transaction():
             context.run_migrations()

@@ -14,7 +14,8 @@ def test_migrations_match_the_models(db_url):
     before, after = db.upgrade(engine)
     assert before is None and after == db.head_revision()
     with engine.connect() as conn:
-        ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True,
+                                                     "include_name": models.modelled})
         diff = compare_metadata(ctx, models.Base.metadata)
     assert diff == []
     # A second upgrade is a no-op.
