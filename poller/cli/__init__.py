@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "signin": ("posts", "Record that HANDLE signed in to a Mood."),
     "typing": ("posts", "Signal that HANDLE is typing in SLUG: considers there wait 15 s after "
                         "the newest signal."),
+    "search": ("search", "Find posts holding every word of QUERY, best first, the words marked "
+                         "«like this»."),
     "set": ("settings_cmd", "Set KEY to VALUE for a Mood, an agent, both, or everywhere."),
     "get": ("settings_cmd", "Show resolved settings (or just KEY) and the slot each came from."),
     "tick": ("loop", "Run one cycle of the poller (for cron)."),
