@@ -19,7 +19,7 @@ import datetime as dt
 import poller.schedules.api
 from poller import errors, observe, settings, text
 from poller.kinds import PostKind, WakeKind, WakeStatus, names
-from poller.store import access, core
+from poller.store import access, core, search
 from poller.web.auth import Refused
 from poller.web.routes import (AGENT, BOOL, INT, MAYBE_INT, MAYBE_TIME, S, SLUG, TIME, Call,
                                Param, Route, body_text, path_id, schema_many, schema_obj, schema_out)
@@ -62,6 +62,16 @@ def add_post(c: Call):
     post = c.door.posts.post(ready)
     c.door.posted()
     return post.to_json()
+
+
+def search_posts(c: Call):
+    # Whoever may read (any signed-in person) reads every Mood's posts, archived ones too
+    # (as /moods/{slug}/posts does): the search covers the same.
+    q = c.query
+    hits = search.search(c.store, q["q"], mood=q.get("mood"), sender=q.get("sender"),
+                         since=q.get("since"), until=q.get("until"),
+                         limit=q.get("limit", search.DEFAULT_LIMIT))
+    return [h.to_json() for h in hits]
 
 
 def add_signin(c: Call):
@@ -181,6 +191,9 @@ MOOD = schema_out(id=INT, slug=S, title=S, archived=BOOL, created_at=TIME)
 POST = schema_out(id=INT, mood=S, sender=S, sender_kind={"enum": ["person", "agent"]},
             created_at=TIME, kind={"enum": list(names(PostKind))}, text=S,
             reply_to=MAYBE_INT, tokens=INT)
+HIT = schema_out(id=INT, mood=S, sender=S, sender_kind={"enum": ["person", "agent"]},
+                 created_at=TIME, kind={"enum": list(names(PostKind))}, reply_to=MAYBE_INT,
+                 snippet=S, parts=schema_many(schema_out(text=S, match=BOOL)))
 WAKE = schema_out(id=INT, agent=S, mood=S, kind={"enum": list(names(WakeKind))},
             tools={"enum": ["full", "look"]}, status={"enum": list(names(WakeStatus))},
             created_at=TIME, started_at=MAYBE_TIME, finished_at=MAYBE_TIME,
@@ -232,6 +245,16 @@ ROUTES: tuple[Route, ...] = (
           "Post as the token's person (trust look or full), as `mood-poller post` does.",
           need="post", status=201, errors=(400, 404, 413, 429),
           body=schema_obj({"text": S, "reply_to": {"type": "integer"}}, ("text",)), returns=POST),
+    Route("GET", "/search", search_posts,
+          "Posts holding every word of q, best first, in every Mood: an excerpt of each with "
+          "the matched words marked \u00ablike this\u00bb (snippet) and as parts to render.",
+          query=(Param("q", "string", "The words; every one must be in a post.", required=True),
+                 SLUG, Param("sender", "string", "Only posts by this person or agent (handle)."),
+                 Param("since", "time", "Only posts made at or after this time."),
+                 Param("until", "time", "Only posts made before this time."),
+                 Param("limit", "integer", f"How many (1-{search.MAX_LIMIT}, default "
+                                           f"{search.DEFAULT_LIMIT}).")),
+          errors=(400, 404), returns=schema_many(HIT)),
     Route("POST", "/moods/{slug}/signins", add_signin,
           "Record that the token's person signed in to the Mood (an arrival).", status=201,
           body=schema_obj({"label": S}, ()), errors=(400, 404, 429),

@@ -89,6 +89,7 @@ def routes(door) -> list[Route]:
         Route("/m/{slug}", page("read", mood_page)),
         Route("/checkin/done", page("read", checkin_form, ("POST",)), methods=["POST"]),
         Route("/m/{slug}/posts", page("post", post_form), methods=["POST"]),
+        Route("/search", page("read", search_page)),
         Route("/ops/agents", page("operator", agents_page)),
         Route("/ops/wakes", page("operator", wakes_page)),
         Route("/ops/wakes/{wake_id}", page("operator", wake_page)),
@@ -219,6 +220,20 @@ def post_form(request, door, who, form) -> Response:
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse(post, status_code=201)
     return RedirectResponse(f"/m/{slug}", status_code=303)
+
+
+def search_page(request, door, who, form) -> Response:
+    """The search box's answers (``GET /api/v1/search``'s, for the same query), each a link
+    to the post in its Mood; with no words, the form alone."""
+    asked = request.query_params
+    query, hits = {}, None
+    if asked.get("q", "").strip():
+        route = next(r for r in api.ROUTES if r.path == "/search")
+        query = parse_query(route, asked)
+        hits = api.search_posts(api.Call(door, who, {}, query, {}, door.clock()))
+    since = query.get("since")
+    return render(request, "search.html", q=asked.get("q", ""), query=query, hits=hits,
+                  since=since.date().isoformat() if since else "", moods=door.store.moods())
 
 
 # -- Operators' pages -----------------------------------------------------------------------------

@@ -356,6 +356,8 @@ def test_the_document_is_valid_openapi_and_every_answer_matches_it(served, tmp_p
     post = check("POST", "/api/v1/moods/{slug}/posts", 201, "/api/v1/moods/lobby/posts",
                  json={"text": "@helper hello"})
     check("GET", "/api/v1/moods/{slug}/posts", 200, "/api/v1/moods/lobby/posts?limit=5")
+    hits = check("GET", "/api/v1/search", 200, "/api/v1/search?q=hello&mood=lobby")
+    assert [h["id"] for h in hits] == [post["id"]]
     check("POST", "/api/v1/moods/{slug}/signins", 201, "/api/v1/moods/lobby/signins", json={})
     check("POST", "/api/v1/moods/{slug}/typing", 200, "/api/v1/moods/lobby/typing")
     check("PUT", "/api/v1/settings", 200, json={"key": "idle_after", "value": "600",

@@ -98,7 +98,7 @@ GOOD = {
     "archived": ["1"], "after": ["0.0", "1.1"], "since": ["2031-05-06T00:00:00Z"],
     "token": ["not-a-token"], "csrf": ["0" * 64], "next": ["/m/lobby", "//evil.test"],
     "before": ["5"], "kind": ["mention"], "status": ["replied"], "action": ["lift"],
-    "confirm": ["stop"],
+    "confirm": ["stop"], "q": ["hello", "plain words", 'NEAR( "x* AND'], "sender": ["owner"],
 }
 
 
@@ -185,7 +185,7 @@ def requests(draw, method: str, template: str, route):
 # What the pages read from their query (they have no declared parameters).
 PAGE_QUERY = {"before": "integer", "for": "string", "mood": "string", "agent": "string",
               "kind": "string", "status": "string", "since": "time", "limit": "integer",
-              "next": "string"}
+              "next": "string", "q": "string", "sender": "string"}
 
 
 class _Param:
