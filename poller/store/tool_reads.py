@@ -1,6 +1,7 @@
 """What a turn's reading tools read (:mod:`poller.tools`): posts of one Mood, who is
-there, the Moods an agent is in.  Reads only; every query is bound to the turn's Mood
-where it reads posts, so no tool can show another Mood's words.
+there, the Moods an agent is in.  Reads only; every query here is bound to the turn's
+Mood where it reads posts, so none shows another Mood's words (the ``search`` tool reads
+:mod:`poller.store.search`, kept to the Moods the agent is in).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from _common import ListLauncher  # noqa: E402  (a launcher that only notes the 
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 ACTING = {"handoff", "change_settings", "set_alarm", "go_away", "checkin"}
-READING = ["read_history", "read_post", "who_is_here", "list_moods"]
+READING = ["read_history", "read_post", "who_is_here", "list_moods", "search"]
 
 
 def t(seconds: float) -> dt.datetime:

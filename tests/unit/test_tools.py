@@ -45,7 +45,7 @@ def box(tier: str = "full", **kw) -> tools.Toolbox:
 def test_every_tool_declares_an_object_schema_and_its_tier():
     names = {t.spec.name: t.spec.acting for t in tools.registered()}
     assert names == {"read_history": False, "read_post": False, "who_is_here": False,
-                     "list_moods": False, "handoff": True, "change_settings": True,
+                     "list_moods": False, "search": False, "handoff": True, "change_settings": True,
                      "set_alarm": True, "go_away": True, "checkin": True}
     for t in tools.registered():
         p = t.spec.parameters
