@@ -226,3 +226,62 @@ def test_a_model_agent_answers_on_the_page_with_its_progress_shown(browser, cli,
     finally:
         server.close()
         assert served.stop() == 0, served.log.read_text()
+
+
+def test_a_person_searches_and_lands_on_the_post_in_its_mood(browser, cli, tmp_path):
+    """The search box in the bar: the matched words marked, what people wrote shown as the
+    text it is, a filter by Mood, and a result that opens its Mood at the post, however
+    far back it is."""
+    from playwright.sync_api import expect
+
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    cli("mood", "add", "attic", "--title", "The attic")
+    cli("person", "add", "ada", "--trust", "full")
+    token = cli("person", "token", "ada").out.strip()
+    post = lambda mood, text, at: int(cli("post", mood, "--as", "ada", "--at", at, text).out)  # noqa: E731
+    old = post("lobby", "meet me at the <b>harbour</b>, the harbour's north side", "2031-05-01T09:00")
+    up = post("attic", "the harbour map is up here", "2031-05-01T10:00")
+    chatter = "\n".join(f'{{"text": "filler {i}", "at": "2031-05-02T09:00:00Z"}}' for i in range(150))
+    cli("post", "lobby", "--as", "ada", "--stdin-jsonl", input=chatter)  # the old post is far back
+    served = webserver.serve_process(cli.db_url, tmp_path)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    try:
+        watched = Watched(browser.new_context(viewport={"width": 1100, "height": 800}), shots)
+        page = watched.page
+        page.goto(f"{served.url}/signin#token={token}")
+        page.click("button:text('Sign in')")
+        page.wait_for_url(f"{served.url}/")
+        page.fill("#bar-q", "Harbour")
+        page.press("#bar-q", "Enter")
+        page.wait_for_selector("#hits")
+        hits = page.locator("#hits .hit")
+        expect(hits).to_have_count(2)
+        first = hits.nth(0)  # the word twice, in the lobby
+        assert first.locator("a").get_attribute("href") == f"/m/lobby?before={old + 1}#post-{old}"
+        assert first.locator(".snippet").inner_text() == (
+            "meet me at the <b>harbour</b>, the harbour's north side")  # as written, not markup
+        assert first.locator("mark").all_inner_texts() == ["harbour", "harbour"]
+        assert first.locator("b").count() == 0
+        watched.shot("search")
+        page.select_option("#search-mood", "attic")
+        page.click("#search button")
+        page.wait_for_url("**/search?*mood=attic*")
+        expect(hits).to_have_count(1)
+        assert hits.nth(0).locator("a").get_attribute("href").endswith(f"#post-{up}")
+        page.go_back()
+        page.locator("#hits .hit a").first.click()
+        page.wait_for_url(f"{served.url}/m/lobby?before={old + 1}#post-{old}")
+        target = page.locator(f"#post-{old}")
+        expect(target).to_be_in_viewport()
+        assert target.locator(".text").inner_text() == (
+            "meet me at the <b>harbour</b>, the harbour's north side")
+        assert page.locator("#posts .post").count() == 1  # the posts up to it: only it
+        watched.shot("search-landed")
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(f"{served.url}/search?q=harbour")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        watched.shot("search-phone")
+        assert watched.errors == []
+    finally:
+        assert served.stop() == 0, served.log.read_text()
