@@ -23,6 +23,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -176,7 +177,7 @@ def test_sysusers_creates_the_system_user_the_units_run_as(root_dir):
     uid, gid = int(entry[2]), int(entry[3])
     assert 0 < uid < 1000 and 0 < gid < 1000  # a system user
     assert f"{USER}:x:{gid}:" in (root_dir / "etc" / "group").read_text()
-    for name in ("mood-poller.service", "mood-poller-tick.service"):
+    for name in [u for u in UNITS if u.endswith(".service")]:
         unit, _ = parse_unit((KIT / name).read_text())
         assert unit["Service"]["User"] == USER and unit["Service"]["Group"] == USER
 
@@ -200,7 +201,7 @@ def test_tmpfiles_lays_out_the_folders_and_the_env_file(root_dir):
     assert owner_mode(env) == (0, 991, "0o640") and "MOOD_POLLER_DB" in env.read_text()
     assert owner_mode(etc / "mood-poller") == (0, 991, "0o750")
     # The paths the units and the cron line use are the ones it makes.
-    for name in ("mood-poller.service", "mood-poller-tick.service"):
+    for name in [u for u in UNITS if u.endswith(".service")]:
         unit, _ = parse_unit((KIT / name).read_text())
         assert unit["Service"]["WorkingDirectory"] == "/var/lib/mood-poller"
         assert unit["Service"]["EnvironmentFile"].lstrip("-") == "/etc/mood-poller/env"
@@ -287,3 +288,94 @@ def test_the_cron_line_reads_the_env_file_and_dates_every_log_line(as_user, root
     undated = [line for line in lines if not RFC3339.match(line)]
     assert undated == []
     assert "hello" in admin("posts", "lobby").out  # the turn ran as the service user
+
+
+# -- a unit for every long-running process -------------------------------------------------------
+
+LONG_RUNNING = {"mood-poller.service": ["run"], "mood-poller-serve.service": ["serve"],
+                "mood-poller-serve-with-poller.service": ["serve", "--with-poller"],
+                "mood-poller-matrix.service": ["bridge", "matrix"],
+                "mood-poller-webhooks.service": ["bridge", "webhooks"]}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_RUNNING))
+def test_every_long_running_process_has_a_unit_that_restarts_on_75_not_78(name):
+    unit, _ = parse_unit((KIT / name).read_text())
+    words = shlex.split(unit["Service"]["ExecStart"].split("exec ")[-1].rstrip("'"))
+    assert words[0] == BINARY and words[1:1 + len(LONG_RUNNING[name])] == LONG_RUNNING[name]
+    assert unit["Service"]["User"] == USER
+    assert restarts(unit, EX_TEMPFAIL) and not restarts(unit, EX_CONFIG)
+    assert unit["Install"]["WantedBy"] == "multi-user.target"
+
+
+def test_the_one_process_unit_excludes_the_other_pollers():
+    unit, _ = parse_unit((KIT / "mood-poller-serve-with-poller.service").read_text())
+    assert set(unit["Unit"]["Conflicts"].split()) == {"mood-poller.service",
+                                                      "mood-poller-tick.timer",
+                                                      "mood-poller-serve.service"}
+
+
+@pytest.mark.parametrize("name", ["mood-poller-serve.service",
+                                  "mood-poller-serve-with-poller.service"])
+def test_a_serve_unit_starts_the_front_door(tmp_path, name):
+    import json
+    import urllib.error
+    import urllib.request
+
+    from support.waiting import wait_for
+
+    db = tmp_path / "state" / "moods.db"
+    text = (KIT / name).read_text().replace("--port 8470", "--port 0 --json")
+    argv, environ, cwd = exec_start(tmp_path, text, MOOD_POLLER_DB=f"sqlite:///{db}")
+    main = subprocess.Popen(argv, env=environ, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = main.stdout.readline()
+        while line and not line.startswith("{"):  # init's line comes first
+            line = main.stdout.readline()
+        url = json.loads(line)["url"]
+        assert json.loads(line)["with_poller"] == ("--with-poller" in text)
+        def health() -> tuple[int, dict]:
+            try:
+                with urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=30) as resp:
+                    return resp.status, json.loads(resp.read())
+            except urllib.error.HTTPError as exc:  # 503: no poller has cycled (yet)
+                return exc.code, json.loads(exc.read())
+
+        if "--with-poller" in text:  # healthy once its own poller has cycled
+            wait_for(lambda: health()[0] == 200, what="its poller to cycle")
+        else:  # the front door alone answers, and says no poller cycles here
+            status, body = health()
+            assert (status, body["database"]) == (503, "ok")
+        main.terminate()
+        assert main.wait(timeout=60) == 0
+    finally:
+        if main.poll() is None:
+            main.kill()
+            main.wait()
+
+
+def test_serve_with_poller_beside_run_on_sqlite_says_the_lease_is_held(tmp_path):
+    from support.runs import start_run, stop
+    from support.waiting import wait_for
+
+    url = f"sqlite:///{tmp_path / 'moods.db'}"
+    Cli(url)("init")
+    run = start_run(url, tmp_path, now=None)
+    serve = None
+    try:
+        wait_for(lambda: "running every" in (tmp_path / "run.log").read_text(),
+                 what="run to start")
+        log = open(tmp_path / "serve.log", "w")
+        serve = subprocess.Popen([sys.executable, "-m", "poller", "--db", url, "serve",
+                                  "--with-poller", "--port", "0"], stdout=log, stderr=log,
+                                 cwd=tmp_path)
+        said = wait_for(lambda: [line for line in (tmp_path / "serve.log").read_text()
+                                 .splitlines() if "another poller holds the lease" in line],
+                        what="serve to say the lease is held")
+        assert said[0].endswith("; waiting")  # one line, naming the holder
+    finally:
+        if serve is not None:
+            serve.terminate()
+            serve.wait(timeout=60)
+        stop(run)
