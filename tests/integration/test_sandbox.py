@@ -258,6 +258,9 @@ def test_with_the_sandbox_off_a_turn_runs_as_before_and_it_is_said(room, probe, 
         assert any(c.startswith("python") for c in found["comms"].split(","))
         status = room("status")
         assert "agent turns are not sandboxed (poller.sandbox is 'off')" in status.out
+        if os.geteuid() == 0:  # said louder: every command agent runs as root
+            assert "runs as root" in status.out and "--run-as" in status.out
+            assert "bubblewrap" in status.out
         st = json.loads(room("status", "--json").out)["sandbox"]
         assert (st["mode"], st["sandboxed"]) == ("off", False)
         checked = room("config", "check")
