@@ -130,13 +130,16 @@ def add_model_agent(store: Store, options: dict, now: dt.datetime) -> None:
 
 
 def run(directory: Optional[str] = None, echo: Callable[[str], None] = print,
-        model: Optional[dict] = None) -> dict:
+        model: Optional[dict] = None, kept: bool = True) -> dict:
     """Play the script; returns a summary (db URL, wake ids by kind, replies).  With *model*
-    (a model agent's options), a model agent answers one more question at the end."""
+    (a model agent's options), a model agent answers one more question at the end.  Not
+    *kept*: the caller removes the directory when the demo ends (no next steps to print)."""
     where = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="mood-poller-demo-"))
     where.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{where / 'moods.db'}"
-    echo(f"demo database: {where / 'moods.db'} (throwaway; delete the directory when done)")
+    echo(f"demo database: {where / 'moods.db'} "
+         + ("(kept: delete the directory when done)" if kept else
+            "(removed when the demo ends; `demo --dir PATH` keeps it)"))
     engine = db.make_engine(url)
     try:
         db.upgrade(engine)
@@ -157,7 +160,8 @@ def run(directory: Optional[str] = None, echo: Callable[[str], None] = print,
     finally:
         engine.dispose()
     summary["db_url"] = url
-    _next_steps(url, echo)
+    if kept:
+        _next_steps(url, echo)
     return summary
 
 

@@ -9,7 +9,8 @@ from poller.cli import common
 
 @click.command()
 @click.option("--dir", "directory", metavar="PATH", type=click.Path(file_okay=False),
-              help="Where to put the demo database (default: a new temporary directory).")
+              help="Where to put the demo database, and keep it (default: a temporary "
+                   "directory, removed when the demo ends).")
 @click.option("--serve", "serve", is_flag=True,
               help="Then leave the web page running on the demo's Moods (127.0.0.1), with a "
                    "sign-in link, until Ctrl-C.")
@@ -40,9 +41,18 @@ def demo(directory: str | None, serve: bool, port: int, model: str | None,
             raise errors.UserError(f"demo --model: {missing}, or give --base-url for a local "
                                    f"server")
         options = {k: v for k, v in model_options(model, base_url, api_key_env).items() if v}
-    summary = poller.demo.run(directory, echo=common.echo, model=options)
-    if serve:
-        poller.demo.serve(summary["db_url"], port, echo=click.echo)
+    import shutil
+    import tempfile
+
+    made = directory is None
+    where = tempfile.mkdtemp(prefix="mood-poller-demo-") if made else directory
+    try:
+        summary = poller.demo.run(where, echo=common.echo, model=options, kept=not made)
+        if serve:
+            poller.demo.serve(summary["db_url"], port, echo=click.echo)
+    finally:
+        if made:  # a throwaway: nothing of it stays behind
+            shutil.rmtree(where, ignore_errors=True)
 
 
 COMMANDS = [demo]

@@ -71,3 +71,14 @@ def test_example_agent_greets_an_arrival_only_with_something_for_them():
     assert reply.startswith("@dee") and "review moved to 3pm" in reply
     assert run_agent('Dee (@dee) just signed in to the Mood "The lobby".\n', "arrival") \
         .startswith("<silent>")
+
+
+def test_a_demo_without_dir_leaves_nothing_behind(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where its temporary directory goes
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    out = Cli()("demo").out
+    assert "removed when the demo ends" in out and "Where to look next:" not in out
+    assert re.findall(r"REPLY (\w+) <(\w+)> (.*)", out)  # it played
+    assert not list(tmp_path.glob("mood-poller-demo-*"))
