@@ -752,8 +752,9 @@ class Webhook(Base):
 #
 # Not a model: on SQLite an FTS5 table over ``posts.text`` (external content: it keeps only
 # the index, the text stays in ``posts``), with the shadow tables FTS5 makes for it
-# (``posts_fts_data``, ``_idx``, ``_docsize``, ``_config``) and three triggers on ``posts``
-# that keep it in step with every insert, edit and delete; on PostgreSQL a GIN index on
+# (``posts_fts_data``, ``_idx``, ``_docsize``, ``_config``), to which
+# poller.store.core.ingest adds each new post, and two triggers on ``posts`` that keep it
+# in step with every edit and delete; on PostgreSQL a GIN index on
 # ``to_tsvector('simple', text)``.  poller.store.search reads them.  A migration that
 # rebuilds ``posts`` (a batch ALTER on SQLite copies it to a new table) must make the
 # triggers again.

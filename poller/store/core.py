@@ -30,8 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from poller import errors, settings, text, tokens, values
 from poller.store import bell
-from poller.models import (Activity, Agent, Cursor, Listener, Mention, Mood, Owed, Participant,
-                           Post, Setting, SignIn, Wake)
+from poller.models import (SEARCH_TABLE, Activity, Agent, Cursor, Listener, Mention, Mood, Owed,
+                           Participant, Post, Setting, SignIn, Wake)
 
 from poller.kinds import IN_FLIGHT, AbsenceStatus, PostKind, Trust, names
 from poller.store import outbox
@@ -581,7 +581,8 @@ def ingest(s: Session, counter: Optional[tokens.Counter], posts: Sequence[NewPos
     posts, their mentions (conversation only) and their outbox items
     (:func:`poller.store.outbox.enqueue_posts`) are written in a few statements.
     A refusal raises before anything is written; the commit rings the loops'
-    bell (:func:`touch_cursor_tables`).
+    bell (:func:`touch_cursor_tables`).  On SQLite the posts join the full-text index
+    here (:func:`index_for_search`).
     """
     ready = _addressed(s, admit(counter, posts))
     if not ready:
@@ -591,6 +592,7 @@ def ingest(s: Session, counter: Optional[tokens.Counter], posts: Sequence[NewPos
         sa.insert(Post).returning(Post.id, sort_by_parameter_order=True),
         [dict(mood_id=r.mood.id, sender_id=r.sender.id, created_at=r.post.at, text=r.text,
               kind=r.post.kind, reply_to=r.post.reply_to, tokens=r.tokens) for r in ready]))
+    index_for_search(s, ids)
     _record_mentions(s, ready, ids)
     outbox.enqueue_posts(s, [outbox.Posted(i, r.mood.id, r.post.kind, r.sender.kind, r.post.at,
                                            r.post.origin) for i, r in zip(ids, ready)])
@@ -606,6 +608,19 @@ def insert_post(s: Session, counter: Optional[tokens.Counter], mood_id: int, sen
     """One post through :func:`ingest`, for verbs that write one in their own transaction."""
     return ingest(s, counter, [NewPost(mood_id, sender_id, body, now, kind, reply_to, origin,
                                        mentions, tokens)])[0]
+
+
+def index_for_search(s: Session, ids: Sequence[int]) -> None:
+    """SQLite: add the posts just inserted (*ids*, in this transaction) to the full-text
+    index (migration 0016, read by :mod:`poller.store.search`), in one statement.  Every
+    post comes in by :func:`ingest`, so none is missed; FTS5 triggers keep edits and
+    deletes in step, but one on insert, run once a row, costs ~15 times as much.
+    (PostgreSQL's GIN index keeps itself.)  The ids of one insert in one write
+    transaction are consecutive on SQLite: one writer, each rowid the largest + 1."""
+    if not ids or s.get_bind().dialect.name != "sqlite":
+        return
+    s.execute(sa.text(f"INSERT INTO {SEARCH_TABLE} (rowid, text) SELECT id, text FROM posts "
+                      f"WHERE id BETWEEN :low AND :high"), {"low": min(ids), "high": max(ids)})
 
 
 class _Addressed(NamedTuple):

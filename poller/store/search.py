@@ -2,13 +2,14 @@
 page's search box and an agent's ``search`` tool read.
 
 The database finds and ranks (migration 0016).  On SQLite an FTS5 table over the
-posts' text, kept in step by triggers on ``posts``, ranked by bm25, with a lift for
-posts where the words stand within :data:`NEAR_TOKENS` of each other; on PostgreSQL a
-GIN index on ``to_tsvector('simple', text)`` (ASCII punctuation made spaces), ranked by ``ts_rank`` (which weighs
-nearness itself).  Every post comes in by :func:`poller.store.core.ingest` and the
-only changes to a post's text (a bridge's edit, a redaction) are UPDATEs of ``posts``,
-so a post is found as soon as its transaction commits, by its newest text; a post
-redacted in its bridge, and an agent's silence, are never found.
+posts' text, to which :func:`poller.store.core.ingest` (the one door every post comes
+in by) adds each post, and which triggers on ``posts`` keep in step with edits and
+deletes (a bridge's edit, a redaction), ranked by bm25 with a lift for posts where the
+words stand within :data:`NEAR_TOKENS` of each other; on PostgreSQL a GIN index on
+``to_tsvector('simple', text)`` (ASCII punctuation made spaces), which the server keeps
+itself, ranked by ``ts_rank`` (which weighs nearness itself).  So a post is found as
+soon as its transaction commits, by its newest text; a post redacted in its bridge, and
+an agent's silence, are never found.
 
 What a person typed never reaches a query language: it is cut into words (runs of
 letters and digits, lower-cased), and only those are searched for: on SQLite each as an
