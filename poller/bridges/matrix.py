@@ -107,7 +107,10 @@ def _build(section: dict, environ) -> MatrixConfig:
     return MatrixConfig(**values)
 
 
-def check(cfg: MatrixConfig, path: str = "") -> MatrixConfig:
+def check(cfg: MatrixConfig, path: str = "", secrets: bool = True) -> MatrixConfig:
+    """*cfg*, or ConfigError naming the option that is wrong; with *secrets*, the tokens
+    its mode needs must be there too (``config check`` looks at them apart:
+    :func:`missing_secrets`, as the environment it runs in may not be the bridge's)."""
     where = f" in {path}" if path else ""
     if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", cfg.homeserver):
         raise errors.ConfigError(f"bridges.matrix.homeserver must be an http(s) URL{where}")
@@ -125,14 +128,42 @@ def check(cfg: MatrixConfig, path: str = "") -> MatrixConfig:
                                  f"in [1, 29]{where}")
     if not 1 <= cfg.max_attempts <= 1_000_000:
         raise errors.ConfigError(f"bridges.matrix.max_attempts must be from 1 to 1000000{where}")
-    missing = ([ENV_AS_TOKEN, ENV_HS_TOKEN] if cfg.mode == "appservice"
-               and not (cfg.as_token and cfg.hs_token) else [])
-    if cfg.mode == "bot" and not (cfg.bot_token and USER_RE.fullmatch(cfg.bot_user)):
-        missing = [ENV_BOT_TOKEN + " and bridges.matrix.bot_user"]
+    missing = missing_secrets(cfg) if secrets else []
     if missing:
         raise errors.ConfigError(f"the Matrix bridge needs {' and '.join(missing)} "
                                  f"(or their bridges.matrix options){where}")
     return cfg
+
+
+def missing_secrets(cfg: MatrixConfig) -> list[str]:
+    """What the bridge's mode needs and *cfg* lacks: the variables to set."""
+    if cfg.mode == "appservice" and not (cfg.as_token and cfg.hs_token):
+        return [ENV_AS_TOKEN, ENV_HS_TOKEN]
+    if cfg.mode == "bot" and not (cfg.bot_token and USER_RE.fullmatch(cfg.bot_user)):
+        return [ENV_BOT_TOKEN + " and bridges.matrix.bot_user"]
+    return []
+
+
+def validate(data: dict, path: str, environ=None) -> list[str]:
+    """``config check`` of a config file's ``[bridges.*]`` sections (*data*: the whole file
+    as TOML): ConfigError for an unknown bridge or a wrong option; the warnings (tokens
+    missing from this environment) as lines."""
+    bridges = data.get("bridges", {})
+    if not isinstance(bridges, dict):
+        raise errors.ConfigError("config: [bridges] must be a table")
+    for name in bridges:
+        if name != "matrix":
+            raise errors.ConfigError(f"config: unknown bridge section [bridges.{name}] "
+                                     "(known: matrix)")
+    section = bridges.get("matrix")
+    if section is None:
+        return []
+    if not isinstance(section, dict):
+        raise errors.ConfigError("config: [bridges.matrix] must be a table")
+    cfg = check(_build(section, os.environ if environ is None else environ), path, secrets=False)
+    missing = missing_secrets(cfg)
+    return ([f"the Matrix bridge needs {' and '.join(missing)} in its environment (not set "
+             "here)"] if missing else [])
 
 
 # -- Ids --------------------------------------------------------------------------------

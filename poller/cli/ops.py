@@ -60,7 +60,8 @@ def check(ctx: click.Context, app: App, path: str | None, as_json: bool, connect
         raise errors.TokenizerError(str(exc).strip().splitlines()[0]) from exc
     from poller.turns import sandbox
 
-    for warning in [*warnings(cfg), sandbox.state(cfg.poller.sandbox).warning()]:
+    for warning in [*warnings(cfg), *bridge_warnings(cfg),
+                    sandbox.state(cfg.poller.sandbox).warning()]:
         if warning:
             common.echo(f"mood-poller: warning: {warning}", err=True)
     resolved = sectioned(cfg)
@@ -85,6 +86,20 @@ def check(ctx: click.Context, app: App, path: str | None, as_json: bool, connect
         if any(r.lasting for r in results if r.status == "failed"):
             ctx.exit(errors.StoreError.exit_code)  # 78: only the operator can fix it
         ctx.exit(errors.StoreBusy.exit_code)  # 75: it may work when tried again
+
+
+def bridge_warnings(cfg: Config) -> list[str]:
+    """Every ``[bridges.*]`` section of the config file checked as its bridge checks it
+    (ConfigError, exit 78, for a wrong one); what is only missing here, as warnings."""
+    if not cfg.source:
+        return []
+    import tomllib
+
+    from poller.bridges import matrix
+
+    with open(cfg.source, "rb") as fh:  # load() read it already: it is there and valid
+        data = tomllib.load(fh)
+    return matrix.validate(data, cfg.source)
 
 
 def check_database_url(cfg: Config) -> None:

@@ -102,3 +102,22 @@ def test_a_negative_setting_is_refused_by_its_range(cli):
     r = cli.fails("set", "considers_per_hour", "-5")
     assert "considers_per_hour must be between 0 and 60, got -5" in r.err
     assert "No such option" not in r.err
+
+
+def test_config_check_checks_every_bridge_section(tmp_path, monkeypatch):
+    path = tmp_path / "config.toml"
+    path.write_text('[bridges.matrix]\nhomeserver = "http://127.0.0.1:8008"\n'
+                    'server_nam = "example.org"\n')
+    r = Cli(config=str(path)).fails("config", "check")
+    assert r.code == 78 and "unknown option bridges.matrix.server_nam" in r.err
+    path.write_text('[bridges.slack]\ntoken = "x"\n')
+    r = Cli(config=str(path)).fails("config", "check")
+    assert r.code == 78 and "unknown bridge section [bridges.slack]" in r.err
+    path.write_text('[bridges.matrix]\nhomeserver = "http://127.0.0.1:8008"\n'
+                    'server_name = "example.org"\n')
+    r = Cli(config=str(path))("config", "check")  # right, but its tokens are not set here
+    assert "needs MOOD_POLLER_MATRIX_AS_TOKEN and MOOD_POLLER_MATRIX_HS_TOKEN" in r.err
+    monkeypatch.setenv("MOOD_POLLER_MATRIX_AS_TOKEN", "a" * 64)
+    monkeypatch.setenv("MOOD_POLLER_MATRIX_HS_TOKEN", "b" * 64)
+    r = Cli(config=str(path))("config", "check")
+    assert "Matrix" not in r.err and "a" * 64 not in r.out + r.err
