@@ -130,6 +130,44 @@ def add_rule(rule: Callable[["Facts"], Optional["Decision"]]) -> None:
         ORGAN_RULES.append(rule)
 
 
+# Each reason a decision gives, as an operator reads it beside the code (`why`).
+REASONS: dict[str, str] = {
+    "woke": "it was woken",
+    "archived": "the Mood is archived",
+    "listening-off": "listening is off for it here",
+    "listening-mentions": "it listens only for mentions here, and this was not one",
+    "stopped": "it is stopped here until someone resumes it",
+    "bot-loop": "agents kept mentioning each other with no person in between",
+    "over-budget": "its dollar budget for the day is spent",
+    "busy": "a turn of it is already running here",
+    "busy-elsewhere": "it has as many turns running as parallel_turns allows",
+    "no-free-slot": "it has as many turns running as parallel_turns allows",
+    "hourly-cap": "it was woken max_wakes_per_hour times in the last hour",
+    "cooldown": "its last turn here ended less than the cooldown ago",
+    "consider-budget": "considers_per_hour is used up here for this hour",
+    "considers-off": "considers_per_hour is 0 here",
+    "calm": "people are still talking (consider_after has not passed since the newest post)",
+    "typing": "someone is typing here",
+    "idle-off": "idle_after is 0 here: no quiet looks",
+    "no-person-recently": "no person has spoken here in the last 12 hours",
+    "spoke-recently": "the person who arrived spoke here in the last 12 hours",
+    "greeted-recently": "the person who arrived was greeted in the last 12 hours",
+    "arrival-is-self": "the arrival was its own",
+    "arrival-untrusted": "the person who arrived has trust none",
+    "discretion-reserved": "its discretion here is reserved",
+}
+
+
+def add_reason(reason: str, sentence: str) -> None:
+    """Say in words what an organ's reason code means (an organ calls this as it is loaded)."""
+    REASONS[reason] = sentence
+
+
+def explain(reason: str) -> str:
+    """The sentence for *reason* ("" for one nobody explained)."""
+    return REASONS.get(reason, "")
+
+
 def decide(f: Facts) -> Decision:
     """Apply the law, first blocking rule wins."""
     for rule in (_gates, *ORGAN_RULES, _kind_rules, _budget, _capacity, _pacing, _floor):

@@ -63,7 +63,7 @@ def why(store: Store, slug: str, handle: str, now: dt.datetime) -> dict:
         for kind, d in ops.latest_decisions(s, agent.id, mood.id).items():
             decisions[kind] = {"outcome": d.outcome, "reason": d.reason,
                                "code": law.Decision(d.outcome, d.reason, d.next_due).code,
-                               "at": iso(d.at), "last_at": iso(d.last_at), "count": d.count,
+                               "sentence": law.explain(d.reason), "at": iso(d.at), "last_at": iso(d.last_at), "count": d.count,
                                "next_due": iso(d.next_due), "wake_id": d.wake_id,
                                **({"detail": d.detail} if d.detail else {})}
             if d.wake_id is not None:

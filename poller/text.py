@@ -175,3 +175,11 @@ def iso(value: dt.datetime | None) -> str | None:
     if value is None:
         return None
     return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def money(usd: float) -> str:
+    """US dollars as a person reads them: ``$0.03``, ``$1,204.50``; under a cent but not
+    nothing, ``<$0.01`` (never ``$0.0000``)."""
+    if 0 < usd < 0.005:
+        return "<$0.01"
+    return f"${usd:,.2f}"

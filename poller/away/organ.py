@@ -129,6 +129,14 @@ def recorded(s, draft, wake_id: int, now: dt.datetime) -> None:
 
 
 law.add_rule(away.gate)
+for _reason, _sentence in (
+        ("away", "it is away on an activity"),
+        ("away-noted-other-mood", "it is away from another Mood: the mention waits for its return"),
+        ("away-noted-unreachable", "it is away where it cannot be reached: the mention waits "
+                                   "for its return"),
+        ("away-noted-judged", "it is away and judged this can wait for its return"),
+        ("away-noted-trust", "it is away, and only a fully trusted person may call it back")):
+    law.add_reason(_reason, _sentence)
 presence.register(presence.Presence(
     fact=fact, judges=lambda f: f.judges(), noted=noted, parts=parts,
     window=absences.window, recorded=recorded))

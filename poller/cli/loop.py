@@ -6,9 +6,10 @@ import signal
 
 import click
 
-from poller import errors, secure
+from poller import errors, law, secure
 from poller.cli import App, common, pass_app
 from poller.kinds import ANSWERED, WakeKind, WakeStatus, names
+from poller.text import money
 
 
 def _poller(app: App, detach: bool, only: str | None = None, without: str | None = None):
@@ -200,7 +201,7 @@ def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
     spent = ", ".join(filter(None, [
         u.get("tokens_in") is not None and f"{u['tokens_in']} tokens in",
         u.get("tokens_out") is not None and f"{u['tokens_out']} out",
-        u.get("cost_usd") is not None and f"${u['cost_usd']:.4f}"]))
+        u.get("cost_usd") is not None and money(u["cost_usd"])]))
     if spent:
         common.echo(f"turn: {spent}")
     if w["error"]:
@@ -256,7 +257,8 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
                                                                   if turn["error"] else "")
         elif turn:
             ended = f" -> {turn['status']}"
-        common.echo(f"{kind:9} {d['code']}{ended} at {d['at']}{seen}{tail}")
+        common.echo(f"{kind:9} {d['code']}{ended} at {d['at']}{seen}{tail}"
+                    + (f": {d['sentence']}" if d["sentence"] else ""))
     if answer["floor"]:
         f = answer["floor"]
         common.echo(f"the floor is @{f['holder']}'s; initiative order now: " + ", ".join(
@@ -391,4 +393,4 @@ def _spent_line(spent: dict) -> str:
     if not (spent["tokens_in"] or spent["tokens_out"] or spent["usd"]):
         return ""
     return (f"; last 24 h: {spent['tokens_in']:,} tokens in, {spent['tokens_out']:,} out, "
-            f"${spent['usd']:.4f}")
+            f"{money(spent['usd'])}")

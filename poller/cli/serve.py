@@ -116,7 +116,7 @@ def render(report: dict) -> str:
             lines.append("poller:   no cycle recorded here (`serve --with-poller` records "
                          "each; `run` does not yet)")
         else:
-            lines.append(f"poller:   {p['state']}: last cycle {p['age_seconds']:g} s ago at "
+            lines.append(f"poller:   {p['state']}: last cycle {max(p['age_seconds'], 0):g} s ago at "
                          f"{p['last_cycle_at']} (every {p['interval']:g} s; took "
                          f"{p['cycle_seconds']:g} s)")
     if report["dials"] is not None:

@@ -133,3 +133,20 @@ def test_default_database_lives_under_xdg_data_home(tmp_path):
     assert (tmp_path / "xdg-data" / "memory-lane" / "moods.db").exists()
 
 
+
+
+def test_why_says_each_reason_in_a_sentence(cli):
+    import json
+
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("agent", "add", "bot", "--command", "cat")
+    cli("set", "listening", "mentions", "--mood", "lobby")
+    cli("tick", "--now", "2026-11-30T12:00:00Z")
+    cli("post", "lobby", "--as", "ada", "--at", "2026-11-30T12:00:01Z", "nice weather")
+    cli("tick", "--now", "2026-11-30T12:05:00Z")
+    out = cli("why", "--mood", "lobby", "--agent", "bot").out
+    assert ("skipped:listening-mentions" in out
+            and "it listens only for mentions here, and this was not one" in out), out
+    said = json.loads(cli("why", "--mood", "lobby", "--agent", "bot", "--json").out)
+    assert said["decisions"]["consider"]["sentence"].startswith("it listens only for mentions")
