@@ -102,6 +102,15 @@ def spec(name: str) -> KindSpec:
     return found
 
 
+def asked_for(name: str) -> bool:
+    """Whether someone asked for a wake of this kind (a mention, a command, an alarm...),
+    so that a turn of it that ends without a reply is told to the Mood.  Considers, quiet
+    looks and arrivals (``unprompted``) were asked by nobody: theirs fail quietly (the
+    wake's record, ``why`` and the log say it).  A kind not declared here counts as asked."""
+    found = _KINDS.get(name)
+    return found is None or not found.unprompted
+
+
 def declared() -> tuple[KindSpec, ...]:
     """Every declared kind, in the order they are weighed."""
     return tuple(sorted(_KINDS.values(), key=lambda k: (k.order, k.name)))

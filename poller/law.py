@@ -153,7 +153,7 @@ REASONS: dict[str, str] = {
     "spoke-recently": "the person who arrived spoke here in the last 12 hours",
     "greeted-recently": "the person who arrived was greeted in the last 12 hours",
     "arrival-is-self": "the arrival was its own",
-    "arrival-untrusted": "the person who arrived has trust none",
+    "arrival-untrusted": "the person who arrived has trust none (greet_strangers is off)",
     "discretion-reserved": "its discretion here is reserved",
 }
 
@@ -221,7 +221,7 @@ def _kind_rules(f: Facts) -> Optional[Decision]:
     if f.kind == WakeKind.ARRIVAL:
         if f.arrival_is_self:
             return Decision(Outcome.SKIP, "arrival-is-self")
-        if f.arrival_untrusted:
+        if f.arrival_untrusted and f.settings.get("greet_strangers", "off") != "on":
             return Decision(Outcome.SKIP, "arrival-untrusted")
         if f.settings["discretion"] == "reserved":
             return Decision(Outcome.SKIP, "discretion-reserved")

@@ -199,6 +199,9 @@ KEYS: dict[str, Key] = {
         Key("heat", 0.0, _number_range("heat", -100.0, 100.0),
             "initiative added in this Mood (set it per Mood: e.g. the Mood's own project agent "
             "runs hot); one hour without speaking is worth 1 at speed 1"),
+        Key("greet_strangers", "off", _choice("greet_strangers", ("on", "off")),
+            "on: a person with trust none who signs in is an arrival like anyone else (off: "
+            "their coming wakes nobody, as their words don't)"),
     )
 }
 

@@ -11,19 +11,22 @@ mention records.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from typing import Optional
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from poller import clock, procs, settings
+from poller import clock, kinds, procs, settings
 from poller.kinds import IN_FLIGHT, OutboxEvent, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, AgentSession, Handoff, Listener, Mood, Owed, Participant,
                            Refusal, Setting, Turn, Wake, WakeAnswer)
 from poller.store import cycle, outbox
 from poller.store.core import Store, insert_post, resolve_in
 from poller.values import AgentInfo, MoodInfo, ParticipantInfo
+
+log = logging.getLogger("poller.turns")
 
 @dataclass(frozen=True)
 class Claimed:
@@ -106,8 +109,15 @@ def close(s: Session, counter, w: Wake, status: str, why: str, now: dt.datetime,
     lock_listener(s, w)
     w.status, w.finished_at, w.error, w.progress = status, now, why, None
     said = why if public is None else public
-    body = f"@{handle_of(s, w.agent_id)}'s turn ended without a reply: {said}."
-    cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
+    handle = handle_of(s, w.agent_id)
+    if kinds.asked_for(w.kind):
+        body = f"@{handle}'s turn ended without a reply: {said}."
+        cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
+    else:  # nobody asked for this turn: the Mood is not told, the operator is
+        log.warning("turn %s: %s's %s turn ended without a reply (%s); nobody asked for it, "
+                    "so the Mood is not told", w.id, handle, w.kind, why,
+                    extra={"action": "turn_failed_unasked", "wake_id": w.id, "agent": handle,
+                           "kind": w.kind, "status": status})
     after_turn(s, w, now, silent_or_failed=True)
 
 

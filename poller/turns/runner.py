@@ -199,6 +199,9 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
     claimed = claim_with_retries(store, wake_id, clock)
     if claimed is None:
         return ""
+    from poller.cycle import organs
+
+    organs.load()  # every kind declared: whether the Mood is told of a failure depends on it
     agent, started = claimed.agent, time.monotonic()
     # Only a waker that reports its progress gets a writer thread for it.
     able = registry.capabilities(agent.waker)

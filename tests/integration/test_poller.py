@@ -208,6 +208,14 @@ def test_a_stranger_signing_in_wakes_nobody(world, tmp_path):
     assert [w["kind"] for w in wakes(world)] == ["arrival"]
 
 
+def test_greet_strangers_lets_a_stranger_signing_in_be_greeted(world, tmp_path):
+    world("set", "greet_strangers", "on", "--mood", "lobby")
+    world("signin", "eve", "--mood", "lobby", "--at", at(1))
+    tick(world, 2)
+    (w,) = wakes(world)
+    assert (w["kind"], w["tools"]) == ("arrival", "look")
+
+
 def test_arrival_and_its_skip_rules(world, tmp_path):
     world("person", "add", "cy")
     world("signin", "cy", "--mood", "lobby", "--at", at(1), "--label", "Cy on a phone")

@@ -122,3 +122,30 @@ def test_a_mention_whose_session_could_not_be_resumed_is_asked_again_in_a_new_on
     assert "URGENT: is prod down?" in calls[2]["stdin"]
     assert "owed again" in c("wakes", "show", str(wakes[1]["id"])).out
     assert last_post(c)["text"] == "Prod is fine."
+
+
+def test_a_failed_turn_nobody_asked_for_posts_no_notice_a_mention_does(cli, tmp_path):
+    import json as json_
+
+    from support.agents import agent_command
+    from support.timeline import at as at_
+
+    cli("mood", "add", "lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("agent", "add", "bot", "--command", agent_command(tmp_path, "fail"))
+    cli("set", "cooldown", "0")
+    cli("set", "consider_after", "5")
+    cli("tick", "--now", at_(0), "--wait")
+    cli("post", "lobby", "--as", "ada", "--at", at_(1), "lovely weather today")
+    # A consider: nobody asked for it.
+    logged = cli("--log-json", "tick", "--now", at_(10), "--wait").err
+    (w,) = json_.loads(cli("wakes", "--json").out)
+    assert (w["kind"], w["status"]) == ("consider", "failed")
+    system = [p for p in json_.loads(cli("posts", "lobby", "--json").out) if p["kind"] == "system"]
+    assert system == []
+    assert '"action": "turn_failed_unasked"' in logged  # the operator is told
+    cli("post", "lobby", "--as", "ada", "--at", at_(20), "@bot are you there?")
+    cli("tick", "--now", at_(21), "--wait")  # a mention: someone asked, and is told
+    system = [p for p in json_.loads(cli("posts", "lobby", "--json").out) if p["kind"] == "system"]
+    assert [p["text"] for p in system] == ["@bot's turn ended without a reply: its command "
+                                           "exited with status 3."]
