@@ -754,13 +754,15 @@ class Webhook(Base):
 # the index, the text stays in ``posts``), with the shadow tables FTS5 makes for it
 # (``posts_fts_data``, ``_idx``, ``_docsize``, ``_config``), to which
 # poller.store.core.ingest adds each new post, and two triggers on ``posts`` that keep it
-# in step with every edit and delete; on PostgreSQL a GIN index on
-# ``to_tsvector('simple', text)``.  poller.store.search reads them.  A migration that
+# in step with every edit and delete; on PostgreSQL a generated column of ``posts``,
+# ``search_words``, ``to_tsvector('simple', text)``, with a GIN index.  poller.store.search
+# reads them.  A migration that
 # rebuilds ``posts`` (a batch ALTER on SQLite copies it to a new table) must make the
 # triggers again.
 
 SEARCH_TABLE = "posts_fts"  # SQLite
-SEARCH_INDEX = "ix_posts_fts"  # PostgreSQL
+SEARCH_COLUMN = "search_words"  # PostgreSQL: a column of posts ...
+SEARCH_INDEX = "ix_posts_fts"  # ... and its index
 
 
 def modelled(name: Optional[str], type_: str, parent_names: dict) -> bool:
@@ -771,4 +773,6 @@ def modelled(name: Optional[str], type_: str, parent_names: dict) -> bool:
         return not (name == SEARCH_TABLE or (name or "").startswith(SEARCH_TABLE + "_"))
     if type_ == "index":
         return name != SEARCH_INDEX
+    if type_ == "column":
+        return not (name == SEARCH_COLUMN and parent_names.get("table_name") == "posts")
     return True

@@ -5,9 +5,10 @@ The database finds and ranks (migration 0016).  On SQLite an FTS5 table over the
 posts' text, to which :func:`poller.store.core.ingest` (the one door every post comes
 in by) adds each post, and which triggers on ``posts`` keep in step with edits and
 deletes (a bridge's edit, a redaction), ranked by bm25 with a lift for posts where the
-words stand within :data:`NEAR_TOKENS` of each other; on PostgreSQL a GIN index on
-``to_tsvector('simple', text)`` (ASCII punctuation made spaces), which the server keeps
-itself, ranked by ``ts_rank`` (which weighs nearness itself).  So a post is found as
+words stand within :data:`NEAR_TOKENS` of each other; on PostgreSQL a generated column,
+``to_tsvector('simple', text)`` with ASCII punctuation made spaces (the parser would
+keep a URL or an address whole and skip what looks like a tag), with a GIN index, which
+the server keeps itself, ranked by ``ts_rank`` (which weighs nearness itself).  So a post is found as
 soon as its transaction commits, by its newest text; a post redacted in its bridge, and
 an agent's silence, are never found.
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import string
 from dataclasses import dataclass
 from typing import Optional
 
@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session
 
 from poller import errors, text
 from poller.kinds import PostKind
-from poller.models import SEARCH_TABLE, Mood, Participant, Post
+from poller.models import SEARCH_COLUMN, SEARCH_TABLE, Mood, Participant, Post
 from poller.store.bridges import REMOVED
 from poller.store.core import Store
 
@@ -55,13 +55,7 @@ ELLIPSIS = "\u2026"
 # A word as both databases cut text: a run of letters and digits (FTS5's unicode61
 # tokenizer and PostgreSQL's parser both split at everything else, "_" included).
 _WORD = re.compile(r"[^\W_]+")
-# PostgreSQL's parser keeps a URL, an e-mail address or a hyphenated word whole and skips
-# whatever looks like an HTML tag: ASCII punctuation is made a space first, so words are
-# cut there as FTS5 cuts them.  The index is made on this very expression (migration
-# 0016), and the planner uses it only for a query that says it the same way.
-_PUNCTUATION = string.punctuation
-_PG_WORDS = (f"to_tsvector('simple'::regconfig, translate(posts.text, "
-             f"'{_PUNCTUATION.replace(chr(39), chr(39) * 2)}', '{' ' * len(_PUNCTUATION)}'))")
+_PG_WORDS = f"posts.{SEARCH_COLUMN}"  # to_tsvector('simple', text), punctuation made spaces
 
 
 # -- The query -----------------------------------------------------------------------------
@@ -274,7 +268,8 @@ def _postgresql_ranked(s: Session, query: Query, where: list, limit: int) -> lis
 
 
 def postgresql_select(query: Query, where: list, limit: int) -> sa.Select:
-    """The ids of the best posts for *query* on PostgreSQL, through the index."""
+    """The ids of the best posts for *query* on PostgreSQL, through the index, ranked by
+    the words the column keeps (none of the posts is parsed again)."""
     vector = sa.literal_column(_PG_WORDS)
     asked = sa.func.plainto_tsquery(sa.literal_column("'simple'::regconfig"),
                                     sa.bindparam("words", " ".join(query.words)))

@@ -354,7 +354,7 @@ def test_words_inside_urls_addresses_and_tags_are_found(world):
 
 
 def test_postgresql_finds_through_the_index(pg_url):
-    """The query says the index's expression as the migration made it: the planner uses it."""
+    """The query asks the column the migration indexed: the planner uses the index."""
     engine = db.make_engine(pg_url)
     db.upgrade(engine)
     sql = str(search.postgresql_select(search.parse("cats dogs"), [], 5).compile(
