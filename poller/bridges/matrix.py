@@ -466,8 +466,11 @@ def content(event: str, text: str, reply: Optional[Any] = None) -> dict:
     service's notes as ``m.notice``."""
     if event != "reply":
         return {"msgtype": "m.notice", "body": text}
+    # The people it answers are pinged (m.mentions), nobody else: an agent's words naming
+    # someone do not ping them.
+    pinged = {"user_ids": list(reply.askers)} if reply is not None and reply.askers else {}
     out: dict[str, Any] = {"msgtype": "m.text", "body": text, "format": "org.matrix.custom.html",
-                           "formatted_body": render(text), "m.mentions": {}}
+                           "formatted_body": render(text), "m.mentions": pinged}
     if reply is not None:
         relates: dict[str, Any] = {"m.in_reply_to": {"event_id": reply.external_id}}
         if reply.thread:

@@ -21,7 +21,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from poller import errors, text
-from poller.kinds import ParticipantKind, Trust, WakeStatus
+from poller.kinds import ParticipantKind, PostKind, Trust, WakeStatus
 from poller.models import (Agent, BridgeEvent, BridgeLink, Mood, OutboxItem, Owed, Participant,
                            Post, SignIn, Wake, WakeAnswer, Webhook)
 from poller.store import core
@@ -65,6 +65,7 @@ class ReplyTarget:
 
     external_id: str
     thread: Optional[str]
+    askers: tuple[str, ...] = ()  # the chat users whose posts the wake answered, to ping
 
 
 @dataclass(frozen=True)
@@ -173,9 +174,36 @@ def ingest(store: Store, bridge: str, msg: Incoming, now: dt.datetime,
         given = mentions(s, msg, bool((room.options or {}).get("legacy")))
         post = core.insert_post(s, None, room.local_id, who, msg.body, now, reply_to=reply_to,
                                 origin=bridge, mentions=given, tokens=n_tokens)
+        if given:
+            tell_stranger(s, store.counter, room.local_id, who, given, now)
         return post.id, None, msg.thread
 
     return once(store, bridge, msg.external_id, take)
+
+
+STRANGER_NOTICE_EVERY = dt.timedelta(days=1)
+
+
+def tell_stranger(s: Session, counter, mood_id: int, who: int, mentioned: dict[int, str],
+                  now: dt.datetime) -> None:
+    """A person with trust ``none`` who names an agent wakes nobody: say so in the room,
+    once a day per person, so that they are not left waiting for an answer."""
+    person = s.get(Participant, who)
+    if person is None or person.trust != Trust.NONE:
+        return
+    agents = sorted(s.execute(sa.select(Participant.handle, Participant.id).where(
+        Participant.id.in_(list(mentioned)))).all())
+    names = " and ".join(f"@{h}" for h, _ in agents)
+    body = (f"{person.handle}: {names} answer{'s' if len(agents) == 1 else ''} only people "
+            "the operators of this room have added; ask one of them to add you.")
+    said = s.scalar(sa.select(sa.func.count()).select_from(Post).where(
+        Post.mood_id == mood_id, Post.kind == PostKind.SYSTEM,
+        Post.text.startswith(f"{person.handle}: "), Post.text.contains(" answer"),
+        Post.created_at > now - STRANGER_NOTICE_EVERY))
+    if not said:
+        from poller.store import cycle
+
+        cycle.add_system_post(s, mood_id, agents[0][1], body, now, counter.count(body))
 
 
 def mentions(s: Session, msg: Incoming, legacy: bool) -> dict[int, str]:
@@ -340,7 +368,15 @@ def reply_target(store: Store, bridge: str, wake_id: Optional[int]) -> Optional[
              .where(WakeAnswer.wake_id == wake_id, BridgeEvent.bridge == bridge)
              .order_by(BridgeEvent.post_id.desc(), BridgeEvent.id).limit(1))
         row = s.execute(q).first()
-        return ReplyTarget(row.external_id, row.thread) if row else None
+        if row is None:
+            return None
+        asked = (sa.select(BridgeLink.external).distinct()
+                 .join(Post, Post.sender_id == BridgeLink.local_id)
+                 .join(WakeAnswer, WakeAnswer.post_id == Post.id)
+                 .where(WakeAnswer.wake_id == wake_id, BridgeLink.bridge == bridge,
+                        BridgeLink.kind == "person")
+                 .order_by(BridgeLink.external))
+        return ReplyTarget(row.external_id, row.thread, tuple(s.scalars(asked)))
 
 
 def running(store: Store, bridge: str) -> list[Running]:

@@ -153,6 +153,7 @@ def test_a_mention_wakes_the_agent_once_and_its_reply_answers_it_in_the_room(bri
     assert reply["msgtype"] == "m.text"
     assert reply["body"] == "helper answering mention"
     assert reply["m.relates_to"]["m.in_reply_to"]["event_id"] == asked
+    assert reply["m.mentions"] == {"user_ids": [bridged.person.user_id]}  # the asker is pinged
     assert "<p>helper answering mention</p>" == reply["formatted_body"]
     seen = wakes_seen(bridged.tmp)
     assert len(seen) == 1 and "what's new?" in seen[0]["text"]
@@ -321,8 +322,13 @@ def test_a_sender_with_no_trust_wakes_nobody_and_why_says_so(bridged):
              what="the stranger's post stored")
     people = json.loads(bridged.cli("person", "list", "--json").out)
     assert [p["trust"] for p in people if p["handle"] == stranger.user_id[1:].split(":")[0]] == ["none"]
+    # The stranger is told, once, in a notice, that the agent answers only people added.
+    told = wait_for(lambda: [e for e in bridged.said_by("helper")
+                             if e["content"]["msgtype"] == "m.notice"], what="the notice")
+    assert "answers only people the operators of this room have added" in told[0]["content"]["body"]
     bridged.mention("helper", "helper: and me?")
-    wait_for(lambda: bridged.said_by("helper"), what="the trusted person's answer")
+    wait_for(lambda: [e for e in bridged.said_by("helper") if e["content"]["msgtype"] == "m.text"],
+             what="the trusted person's answer")
     seen = wakes_seen(bridged.tmp)
     assert len(seen) == 1 and "and me?" in seen[0]["text"]
     answered = {a for w in bridged.wakes() for a in w["answers"]}

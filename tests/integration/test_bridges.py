@@ -249,3 +249,48 @@ def test_a_poison_event_is_recorded_as_refused_and_the_rest_of_its_batch_goes_in
     bad = [q for q in aside if q["ref"] == "$bad"][0]
     assert bad["error"] and "Traceback" not in bad["error"]
     assert "$bad" in store.cli("status").out
+
+
+def test_a_reply_pings_the_people_it_answers_and_nobody_else(store):
+    from poller.bridges import matrix
+
+    store.cli("person", "add", "bob", "--trust", "full", "--matrix", "@bob:hs.example")
+    bridges.ingest(store, "matrix", msg("$1", "helper: a question", mentions=("helper",)), T0)
+    bridges.ingest(store, "matrix", msg("$2", "helper: and mine", sender="@bob:hs.example",
+                                        mentions=("helper",)), T0 + dt.timedelta(seconds=1))
+    store.cli("tick", "--now", "2026-03-02T09:00:05Z", "--wait")
+    (w,) = json.loads(store.cli("wakes", "--json").out)
+    target = bridges.reply_target(store, "matrix", w["id"])
+    assert target.askers == ("@ada:hs.example", "@bob:hs.example")
+    sent = matrix.content("reply", "Here is the answer, @carol.", target)
+    assert sent["m.mentions"] == {"user_ids": ["@ada:hs.example", "@bob:hs.example"]}
+    assert matrix.content("reply", "no one asked", None)["m.mentions"] == {}
+
+
+def test_a_stranger_who_names_an_agent_is_told_once_a_day_that_it_answers_only_people_added(
+        store):
+    from poller.kinds import PostKind
+
+    def notices() -> list[str]:
+        with store.reading() as s:
+            from poller.models import Post
+            import sqlalchemy as sa
+
+            return list(s.scalars(sa.select(Post.text).where(Post.kind == PostKind.SYSTEM)
+                                  .order_by(Post.id)))
+
+    eve = "@eve:hs.example"
+    bridges.ingest(store, "matrix", msg("$e1", "helper: hi?", sender=eve, mentions=("helper",)),
+                   T0)
+    assert notices() == ["eve: @helper answers only people the operators of this room have "
+                         "added; ask one of them to add you."]
+    bridges.ingest(store, "matrix", msg("$e2", "helper: hello??", sender=eve,
+                                        mentions=("helper",)), T0 + dt.timedelta(hours=2))
+    bridges.ingest(store, "matrix", msg("$a1", "helper: hi", mentions=("helper",)),
+                   T0 + dt.timedelta(hours=3))  # ada is trusted: no notice for her
+    assert len(notices()) == 1  # once a day per person
+    bridges.ingest(store, "matrix", msg("$e3", "helper: again", sender=eve,
+                                        mentions=("helper",)), T0 + dt.timedelta(hours=25))
+    assert len(notices()) == 2
+    items = [i for i in outbox.items(store) if i.bridge == "matrix" and i.event == "notice"]
+    assert len(items) == 2  # each shown in the room as a notice
