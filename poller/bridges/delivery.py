@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Callable
 
 from poller.bridges import Sender
@@ -56,10 +57,48 @@ async def _target(store, sender: Sender, clock: Callable, items: list[outbox.Ite
     return n
 
 
+BEAT_EVERY_S = 5.0  # how often a running bridge says so (health, status, /metrics)
+
+
+def beat(store, holder: str, at, serves: str) -> None:
+    """Record that the bridge *holder* runs (a beat that cannot be written only ages)."""
+    from poller.store import access
+
+    try:
+        access.record_beat(store, holder, at, BEAT_EVERY_S, 0.0, serves[:300])
+    except Exception as exc:
+        log.debug("bridge beat not recorded: %s", describe(exc), extra={"action": "beat_failed"})
+
+
+def unbeat(store, holder: str) -> None:
+    from poller.store import access
+
+    try:
+        access.drop_beat(store, holder)
+    except Exception as exc:
+        log.debug("bridge beat not dropped: %s", describe(exc), extra={"action": "beat_failed"})
+
+
 async def serve(store, sender: Sender, clock: Callable, stop: asyncio.Event,
                 poll: float) -> None:
-    """Deliver until *stop* is set, looking again every *poll* seconds when idle."""
+    """Deliver until *stop* is set, looking again every *poll* seconds when idle; beat every
+    :data:`BEAT_EVERY_S` meanwhile, and say at the end that the bridge stopped."""
+    from poller.store import access
+
+    holder = access.bridge_holder(sender.name)
+    try:
+        await _serve(store, sender, clock, stop, poll, holder)
+    finally:
+        await asyncio.to_thread(unbeat, store, holder)
+
+
+async def _serve(store, sender: Sender, clock: Callable, stop: asyncio.Event, poll: float,
+                 holder: str) -> None:
+    beat_at = 0.0
     while not stop.is_set():
+        if time.monotonic() - beat_at >= BEAT_EVERY_S:
+            beat_at = time.monotonic()
+            await asyncio.to_thread(beat, store, holder, clock(), getattr(sender, "serves", ""))
         try:
             n = await deliver_due(store, sender, clock)
         except asyncio.CancelledError:

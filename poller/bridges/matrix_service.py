@@ -113,11 +113,14 @@ class MatrixService:
         self._registered: set[str] = set()
         self._aliases: dict[str, str] = {}
         self._presence_shown: dict[str, str] = {}  # handle -> the line shown ("": online)
+        self.serves = f"{cfg.mode} for {cfg.server_name}"  # its beat says so (see refresh)
 
     async def run(self, stop: asyncio.Event) -> None:
         await (self._start_appservice() if self.cfg.mode == "appservice" else self._start_bot())
         try:
             await self.refresh()
+            log.info("matrix bridge (%s) for %s on %s: %s", self.cfg.mode, self.cfg.server_name,
+                     self.cfg.homeserver, self.serves, extra={"action": "bridge_started"})
             tasks = [asyncio.create_task(delivery.serve(self.store, self, self.clock, stop,
                                                         self.cfg.poll)),
                      asyncio.create_task(self._typing(stop))]
@@ -244,6 +247,9 @@ class MatrixService:
         """Register each agent's user (display name: its handle) and join it to every room."""
         handles = await asyncio.to_thread(bridges.agent_handles, self.store)
         rooms = await asyncio.to_thread(bridges.rooms, self.store, matrix.NAME)
+        self.serves = (f"{self.cfg.mode} for {self.cfg.server_name}: "
+                       f"{len(rooms)} room(s) ({', '.join(r.external for r in rooms[:5])}"
+                       f"{', ...' if len(rooms) > 5 else ''}), {len(handles)} agent(s)")
         for room in rooms:
             if room.external.startswith("#"):
                 await self._resolve(room)
@@ -263,8 +269,17 @@ class MatrixService:
     async def _join(self, intent, key: str, room: str) -> None:
         if (key, room) in self._joined or room.startswith("#"):
             return
-        if await _quietly(intent.join_room_by_id(room), "join", room):
-            self._joined.add((key, room))
+        try:
+            await intent.join_room_by_id(room)
+        except Exception as exc:
+            user = getattr(intent, "mxid", None) or matrix.agent_user(self.cfg, key or "?")
+            hint = (f": invite {user} to {room} (a private room lets in only those invited)"
+                    if "forbidden" in type(exc).__name__.lower() or "M_FORBIDDEN" in str(exc)
+                    else "")
+            log.warning("%s could not join %s: %s%s", user, room, delivery.describe(exc), hint,
+                        extra={"action": "join_refused", "user": str(user), "room": room})
+            return
+        self._joined.add((key, room))
 
     async def _resolve(self, room: bridges.Room) -> None:
         who = self.client or self.appservice.intent

@@ -113,6 +113,7 @@ class WebhookSender:
     """The outbox's sender for webhooks (see :class:`poller.bridges.Sender`)."""
 
     name = Bridge.WEBHOOK.value
+    serves = "the Moods' webhooks"  # what its beat says it serves
 
     def __init__(self, store, clock: Callable, timeout: float = TIMEOUT_S,
                  max_attempts: int = outbox.MAX_ATTEMPTS) -> None:

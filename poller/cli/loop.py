@@ -149,7 +149,9 @@ def run(app: App, interval: float | None, log_json: bool, verbose: bool, only: s
     logging.getLogger("poller").info("poller %s running every %gs, serving %s Moods",
                                      poller.holder, interval, poller.scope.describe(),
                                      extra={"action": "run_started"})
-    sandbox_warning(app)
+    from poller.turns import sandbox
+
+    sandbox.log_warning(app.config.poller.sandbox)
     poller.run(interval, stop, clock)
     logging.getLogger("poller").info("poller stopped", extra={"action": "run_stopped"})
 
@@ -309,8 +311,11 @@ def status(app: App, as_json: bool) -> None:
 
     from poller.turns import sandbox
 
+    from poller.web.health import bridge_facts
+
     st = observe.status(app.store, app.now())
     st["sandbox"] = sandbox.describe(app.config.poller.sandbox)
+    st["bridges"] = bridge_facts(app.store, app.now())
     if as_json:
         common.echo_json(st)
         return
@@ -344,6 +349,12 @@ def status(app: App, as_json: bool) -> None:
                     f"{u['error']}")
     for p in st["pollers"]:
         common.echo(f"poller {p['holder']} serves {p['serves']} (last cycle {p['at']})")
+    from poller.web.health import bridge_detail
+
+    for b in st["bridges"]:
+        common.echo(f"bridge {b['bridge']} {b['state']}"
+                    + (f" ({b['holder']}) serves {b['serves']}" if b["holder"] else "")
+                    + f": {bridge_detail(b)}")
     for slug, holders in st["served_by"].items():
         common.echo(f"  {slug}: {', '.join(holders) or 'no running poller'}")
 
@@ -375,17 +386,6 @@ def scram(app: App, lift: bool, by: str | None, as_json: bool) -> None:
 
 
 COMMANDS = [tick, run, wakes, why, status, scram]
-
-
-def sandbox_warning(app: App) -> None:
-    """Said once as the loop starts: agent turns are not sandboxed here (and why)."""
-    import logging
-
-    from poller.turns import sandbox
-
-    warning = sandbox.state(app.config.poller.sandbox).warning()
-    if warning:
-        logging.getLogger("poller").warning(warning, extra={"action": "sandbox_off"})
 
 
 def _spent_line(spent: dict) -> str:

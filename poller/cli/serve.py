@@ -42,9 +42,9 @@ def serve(app: App, host: str, port: int, with_poller: bool, interval: float | N
         secure.undumpable()  # agents may not read this process's secrets
     app.setup_logging(loop=with_poller)
     if with_poller:
-        from poller.cli.loop import sandbox_warning
+        from poller.turns import sandbox
 
-        sandbox_warning(app)
+        sandbox.log_warning(app.config.poller.sandbox)
     interval = app.config.poller.interval if interval is None else interval
     if interval <= 0:
         raise errors.UserError("--interval must be positive")
@@ -104,8 +104,14 @@ def problem(report: dict) -> str:
         return f"the database: {report['database']}"
     if p["last_cycle_at"] is None:
         return "no poller has recorded a cycle on this database"
-    return (f"the last cycle was {p['age_seconds']:g} s ago, over {STALE_INTERVALS} intervals of "
-            f"{p['interval']:g} s")
+    if p["state"] != "ok":
+        return (f"the last cycle was {p['age_seconds']:g} s ago, over {STALE_INTERVALS} "
+                f"intervals of {p['interval']:g} s")
+    down = [b for b in report.get("bridges", []) if b["state"] != "ok"]
+    from poller.web.health import bridge_detail
+
+    return "; ".join(f"the {b['bridge']} bridge is {b['state']} ({bridge_detail(b)})"
+                     for b in down)
 
 
 def render(report: dict) -> str:
@@ -121,6 +127,11 @@ def render(report: dict) -> str:
                          f"{p['cycle_seconds']:g} s)")
     if report["dials"] is not None:
         lines.append(f"dials:    {report['dials']['source']}")
+    from poller.web.health import bridge_detail
+
+    for b in report.get("bridges", []):
+        lines.append(f"bridge:   {b['bridge']} {b['state']}: "
+                     + (f"{b['serves']}; " if b["last_beat_at"] else "") + bridge_detail(b))
     if report.get("sandbox") is not None:
         from poller.turns import sandbox
 

@@ -325,16 +325,79 @@ class Beat:
     scope: str = "all"
 
 
+# A bridge beats as a poller does, in the same table, its holder under this prefix
+# ("bridge:matrix:HOST:PID"), its scope saying what it serves.
+BRIDGE_PREFIX = "bridge:"
+_POLLERS = ~PollerBeat.holder.startswith(BRIDGE_PREFIX)
+
+
 def beats(s) -> list[Beat]:
     """Every running poller's last beat, newest first."""
-    rows = s.scalars(sa.select(PollerBeat).order_by(PollerBeat.at.desc(), PollerBeat.holder))
+    rows = s.scalars(sa.select(PollerBeat).where(_POLLERS)
+                     .order_by(PollerBeat.at.desc(), PollerBeat.holder))
     return [Beat(r.holder, r.at, r.interval, r.took, r.scope) for r in rows]
 
 
 def last_beat(store: Store) -> Optional[Beat]:
     with store.reading() as s:
-        row = s.scalar(sa.select(PollerBeat).order_by(PollerBeat.at.desc()).limit(1))
+        row = s.scalar(sa.select(PollerBeat).where(_POLLERS)
+                       .order_by(PollerBeat.at.desc()).limit(1))
         return None if row is None else Beat(row.holder, row.at, row.interval, row.took)
+
+
+def bridge_holder(bridge: str) -> str:
+    """This process's holder name as the bridge *bridge*."""
+    import os
+
+    from poller import procs
+
+    return f"{BRIDGE_PREFIX}{bridge}:{procs.HOST}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class BridgeBeat:
+    """A running bridge as ``health``, ``status`` and ``/metrics`` show it."""
+
+    bridge: str  # matrix | webhook
+    holder: str
+    at: dt.datetime  # its last beat
+    every: float  # seconds between beats
+    serves: str  # what it said it serves
+    last_event_at: Optional[dt.datetime]  # the newest chat event it took in
+    backlog: int  # outbox items waiting for it
+    failed: int  # outbox items it gave up on (``outbox retry``)
+
+    def stale(self, now: dt.datetime, intervals: float = 5.0) -> bool:
+        return (now - self.at).total_seconds() > intervals * max(self.every, 1.0) + 30
+
+
+def bridges_needed(s) -> dict[str, int]:
+    """The bridges this database has work for: ``matrix`` with its linked Moods, ``webhook``
+    with its webhooks (name -> how many)."""
+    from poller.models import BridgeLink, Webhook
+
+    rooms = s.scalar(sa.select(sa.func.count()).select_from(BridgeLink)
+                     .where(BridgeLink.kind == "mood", BridgeLink.bridge == "matrix"))
+    hooks = s.scalar(sa.select(sa.func.count()).select_from(Webhook))
+    return {name: n for name, n in (("matrix", rooms), ("webhook", hooks)) if n}
+
+
+def bridge_beats(s) -> list[BridgeBeat]:
+    """Every bridge that beats (running, or stopped without saying so), newest first."""
+    from poller.models import BridgeEvent, OutboxItem
+
+    rows = s.scalars(sa.select(PollerBeat).where(PollerBeat.holder.startswith(BRIDGE_PREFIX))
+                     .order_by(PollerBeat.at.desc(), PollerBeat.holder)).all()
+    out = []
+    for r in rows:
+        bridge = r.holder[len(BRIDGE_PREFIX):].split(":", 1)[0]
+        counts = dict(s.execute(sa.select(OutboxItem.status, sa.func.count())
+                                .where(OutboxItem.bridge == bridge)
+                                .group_by(OutboxItem.status)).all())
+        last = s.scalar(sa.select(sa.func.max(BridgeEvent.at)).where(BridgeEvent.bridge == bridge))
+        out.append(BridgeBeat(bridge, r.holder, r.at, r.interval, r.scope, last,
+                              counts.get("pending", 0), counts.get("failed", 0)))
+    return out
 
 
 @dataclass(frozen=True)

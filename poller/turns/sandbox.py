@@ -230,3 +230,13 @@ def line(mode: str) -> str:
     st = state(mode)
     return (f"sandbox:  agent turns run in bubblewrap ({st.bwrap})" if st.active
             else f"WARNING: {st.warning()}")
+
+
+def log_warning(mode: str) -> None:
+    """Said once as a loop starts (``run``, ``serve --with-poller``): turns are not sandboxed
+    here, and why."""
+    import logging
+
+    warning = state(mode).warning()
+    if warning:
+        logging.getLogger("poller").warning(warning, extra={"action": "sandbox_off"})

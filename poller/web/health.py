@@ -45,7 +45,68 @@ def facts(store, now: dt.datetime, dials=None, interval: Optional[float] = None)
         st = dials.status(now)
         out["dials"] = {"source": st.source, "revid": st.revid,
                         "age_seconds": int(st.age.total_seconds()) if st.age else None}
-    out["ok"] = out["poller"]["state"] == "ok"
+    try:
+        out["bridges"] = bridge_facts(store, now)
+    except Exception as exc:  # the database went away meanwhile: the next look says it
+        out["database"] = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        return out
+    out["ok"] = (out["poller"]["state"] == "ok"
+                 and all(b["state"] == "ok" for b in out["bridges"]))
+    return out
+
+
+def _bridge_metrics(Gauge, bridged: list[dict], now: dt.datetime):
+    """Each bridge: up (1 running, 0 stale or not running), seconds since its last beat and
+    its last chat event, and its outbox items waiting and failed."""
+    up = Gauge("mood_poller_bridge_up", "A bridge that has work is running (1) or not (0)",
+               labels=["bridge"])
+    ages = Gauge("mood_poller_bridge_last_event_age_seconds", "Seconds since a bridge took in "
+                 "its newest chat event", labels=["bridge"])
+    backlog = Gauge("mood_poller_bridge_outbox", "Outbox items of a bridge, by state",
+                    labels=["bridge", "state"])
+    for b in bridged:
+        up.add_metric([b["bridge"]], 1 if b["state"] == "ok" else 0)
+        if b["last_event_at"]:
+            at = dt.datetime.fromisoformat(b["last_event_at"].replace("Z", "+00:00"))
+            ages.add_metric([b["bridge"]], max((now - at).total_seconds(), 0.0))
+        if b["backlog"] is not None:
+            backlog.add_metric([b["bridge"], "pending"], b["backlog"])
+            backlog.add_metric([b["bridge"], "failed"], b["failed"])
+    yield from (up, ages, backlog)
+
+
+def bridge_detail(b: dict) -> str:
+    """One bridge of :func:`bridge_facts` in words, after its name and state."""
+    if b["last_beat_at"] is None:
+        return b["serves"]
+    return (f"last beat {b['last_beat_at']}, last event {b['last_event_at'] or 'none yet'}, "
+            f"{b['backlog']} waiting, {b['failed']} failed")
+
+
+def bridge_facts(store, now: dt.datetime) -> list[dict]:
+    """Each bridge this database has work for, and each that beats: running (``ok``),
+    ``stale`` (its beats stopped) or ``not running`` (work for it, no beat)."""
+    with store.reading() as s:
+        needed = access.bridges_needed(s)
+        beats = access.bridge_beats(s)
+    out, seen = [], set()
+    for b in beats:  # newest first: a bridge's older beats (one killed before) are not it
+        if b.bridge in seen:
+            continue
+        seen.add(b.bridge)
+        out.append({"bridge": b.bridge, "state": "stale" if b.stale(now) else "ok",
+                    "holder": b.holder, "serves": b.serves, "last_beat_at": iso(b.at),
+                    "last_event_at": iso(b.last_event_at), "backlog": b.backlog,
+                    "failed": b.failed})
+    running = {b["bridge"] for b in out}
+    for name, n in sorted(needed.items()):
+        if name not in running:
+            what = f"{n} linked Mood(s)" if name == "matrix" else f"{n} webhook(s)"
+            out.append({"bridge": name, "state": "not running", "holder": None,
+                        "serves": f"{what}: start `mood-poller bridge "
+                                  f"{'matrix' if name == 'matrix' else 'webhooks'}`",
+                        "last_beat_at": None, "last_event_at": None, "backlog": None,
+                        "failed": None})
     return out
 
 
@@ -57,6 +118,7 @@ def metrics_text(store, now: dt.datetime) -> bytes:
 
     f = access.figures(store)
     beat = access.last_beat(store)
+    bridged = bridge_facts(store, now)
 
     class Figures:
         def collect(self):
@@ -77,6 +139,7 @@ def metrics_text(store, now: dt.datetime) -> bytes:
             yield GaugeMetricFamily("mood_poller_mentions_owed", "Mentions owed an answer",
                                     value=f.owed)
             yield GaugeMetricFamily("mood_poller_moods", "Moods", value=f.moods)
+            yield from _bridge_metrics(GaugeMetricFamily, bridged, now)
             tokens = CounterMetricFamily("mood_poller_turn_tokens", "Tokens of agents' turns as "
                                          "their providers counted them", labels=["agent", "way"])
             usd = CounterMetricFamily("mood_poller_turn_cost_usd", "US dollars agents' turns "
