@@ -7,10 +7,10 @@ in by) adds each post, and which triggers on ``posts`` keep in step with edits a
 deletes (a bridge's edit, a redaction), ranked by bm25 with a lift for posts where the
 words stand within :data:`NEAR_TOKENS` of each other; on PostgreSQL a generated column,
 ``to_tsvector('simple', text)`` with ASCII punctuation made spaces (the parser would
-keep a URL or an address whole and skip what looks like a tag), with a GIN index, which
-the server keeps itself, ranked by ``ts_rank`` (which weighs nearness itself).  So a post is found as
-soon as its transaction commits, by its newest text; a post redacted in its bridge, and
-an agent's silence, are never found.
+keep a URL or an address whole and skip what looks like a tag), with a GIN index,
+which the server keeps itself, ranked by ``ts_rank`` (which weighs nearness itself).
+So a post is found as soon as its transaction commits, by its newest text; a post
+redacted in its bridge, and an agent's silence, are never found.
 
 What a person typed never reaches a query language: it is cut into words (runs of
 letters and digits, lower-cased), and only those are searched for: on SQLite each as an

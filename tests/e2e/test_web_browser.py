@@ -238,10 +238,15 @@ def test_a_person_searches_and_lands_on_the_post_in_its_mood(browser, cli, tmp_p
     cli("mood", "add", "attic", "--title", "The attic")
     cli("person", "add", "ada", "--trust", "full")
     token = cli("person", "token", "ada").out.strip()
-    post = lambda mood, text, at: int(cli("post", mood, "--as", "ada", "--at", at, text).out)  # noqa: E731
-    old = post("lobby", "meet me at the <b>harbour</b>, the harbour's north side", "2031-05-01T09:00")
+
+    def post(mood: str, text: str, at: str) -> int:
+        return int(cli("post", mood, "--as", "ada", "--at", at, text).out)
+
+    old = post("lobby", "meet me at the <b>harbour</b>, the harbour's north side",
+               "2031-05-01T09:00")
     up = post("attic", "the harbour map is up here", "2031-05-01T10:00")
-    chatter = "\n".join(f'{{"text": "filler {i}", "at": "2031-05-02T09:00:00Z"}}' for i in range(150))
+    chatter = "\n".join(f'{{"text": "filler {i}", "at": "2031-05-02T09:00:00Z"}}'
+                        for i in range(150))
     cli("post", "lobby", "--as", "ada", "--stdin-jsonl", input=chatter)  # the old post is far back
     served = webserver.serve_process(cli.db_url, tmp_path)
     shots = tmp_path / "screenshots"

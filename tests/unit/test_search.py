@@ -77,8 +77,8 @@ def test_a_long_text_with_no_word_found_shows_its_start():
 
 
 def test_a_hit_as_json():
-    hit = search.Hit(7, "lobby", "ada", "person", dt.datetime(2026, 3, 2, 9, tzinfo=dt.timezone.utc),
-                     "post", None, (("a ", False), ("cat", True)))
+    at = dt.datetime(2026, 3, 2, 9, tzinfo=dt.timezone.utc)
+    hit = search.Hit(7, "lobby", "ada", "person", at, "post", None, (("a ", False), ("cat", True)))
     assert hit.to_json() == {"id": 7, "mood": "lobby", "sender": "ada", "sender_kind": "person",
                              "created_at": "2026-03-02T09:00:00Z", "kind": "post",
                              "reply_to": None, "snippet": "a «cat»",
