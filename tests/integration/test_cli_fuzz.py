@@ -212,7 +212,8 @@ def returning_at_once(monkeypatch):
 
     monkeypatch.setattr(loop.Poller, "run", lambda self, *args, **kwargs: None)
     monkeypatch.setattr(serving, "run", lambda *args, **kwargs: None)
-    monkeypatch.setattr(demo, "run", lambda directory, echo, model=None: {"db_url": "sqlite://"})
+    monkeypatch.setattr(demo, "run", lambda directory, echo, model=None, kept=True:
+                        {"db_url": "sqlite://"})
     monkeypatch.setattr(demo, "serve", lambda *args, **kwargs: None)
     monkeypatch.setattr(secure, "undumpable", lambda: None)
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
