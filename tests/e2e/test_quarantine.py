@@ -18,7 +18,9 @@ from support.quarantine import poison_post, wakes, world
 def test_run_survives_the_poison_post_and_keeps_serving(cli, tmp_path):
     c = world(cli, tmp_path)
     poison_post(c.db_url)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOOD_")}
+    # None of the poller's own settings, but where the stand-in agent may write its log.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MOOD_") or k == "MOOD_POLLER_SANDBOX_WRITABLE"}
     log = open(tmp_path / "run.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "poller", "--db", c.db_url, "run",
                              "--interval", "0.2"], stdout=log, stderr=log, env=env,
