@@ -89,6 +89,7 @@ def routes(door) -> list[Route]:
         Route("/m/{slug}", page("read", mood_page)),
         Route("/checkin/done", page("read", checkin_form, ("POST",)), methods=["POST"]),
         Route("/m/{slug}/posts", page("post", post_form), methods=["POST"]),
+        Route("/m/{slug}/here", page("read", here_form, ("POST",)), methods=["POST"]),
         Route("/search", page("read", search_page)),
         Route("/ops/agents", page("operator", agents_page)),
         Route("/ops/wakes", page("operator", wakes_page)),
@@ -197,10 +198,7 @@ def mood_page(request, door, who, form) -> Response:
         before_id = text.parse_whole(before, "before", lowest=1) if before else None
     except errors.UserError:
         raise auth.Refused(400, "bad_request", "before must be a post id") from None
-    mood = door.store.mood(slug)
-    if before_id is None and door.signin_limit.allow(who.token_id):
-        door.store.add_signin(who.handle, slug, door.clock(), label="web")  # arriving
-        door.posted()
+    mood = door.store.mood(slug)  # looking is not arriving: "I'm here" signs in (here_form)
     heads = access.heads(door.store)
     posts = access.posts_page(door.store, slug, limit=POSTS_SHOWN, before_id=before_id)
     earlier = posts[0].id if len(posts) == POSTS_SHOWN else None
@@ -210,6 +208,17 @@ def mood_page(request, door, who, form) -> Response:
     return render(request, "mood.html", mood=mood, posts=[p.to_json() for p in posts],
                   after=f"{posts[-1].id if posts else 0}.{heads.wake_id}", earlier=earlier,
                   live=not before, away=sorted(away))
+
+
+def here_form(request, door, who, form) -> Response:
+    """"I'm here": the person signs in to the Mood, an arrival the agents may greet (a page
+    view is not one, so browsing costs no turns); sign-ins are rate-limited as the API's."""
+    slug = request.path_params["slug"]
+    door.store.mood(slug)
+    door.signin_limit.take(who.token_id)
+    door.store.add_signin(who.handle, slug, door.clock(), label="web")
+    door.posted()
+    return RedirectResponse(f"/m/{slug}", status_code=303)
 
 
 def post_form(request, door, who, form) -> Response:

@@ -290,3 +290,30 @@ def test_a_person_searches_and_lands_on_the_post_in_its_mood(browser, cli, tmp_p
         assert watched.errors == []
     finally:
         assert served.stop() == 0, served.log.read_text()
+
+
+def test_looking_at_a_mood_is_no_sign_in_and_i_m_here_is_one(browser, site, cli, tmp_path):
+    import sqlalchemy as sa
+
+    def signins() -> int:
+        engine = sa.create_engine(cli.db_url)
+        try:
+            with engine.connect() as c:
+                return c.exec_driver_sql("SELECT count(*) FROM signins").scalar()
+        finally:
+            engine.dispose()
+
+    served, tokens, _ = site
+    person = Watched(browser.new_context(), tmp_path)
+    page = person.page
+    page.goto(f"{served.url}/signin#token={tokens['ada']}")
+    page.click("button:text('Sign in')")
+    page.wait_for_url(f"{served.url}/")
+    for _ in range(2):
+        page.goto(f"{served.url}/m/lobby")
+        page.wait_for_selector("#mood[data-live='1']")
+    assert signins() == 0  # browsing: nobody is woken, nothing is spent
+    page.click("#here button")
+    page.wait_for_selector("#mood[data-live='1']")
+    wait_for(lambda: signins() == 1, what="the sign-in")
+    assert person.errors == []

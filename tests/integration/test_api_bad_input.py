@@ -202,7 +202,7 @@ def test_sign_ins_and_typing_signals_are_rate_limited_per_token(sqlite_served):
     assert "sign-ins" in r["detail"]
     assert "typing" in refused(ada.post("/api/v1/moods/lobby/typing"), 429)["detail"]
     assert bea.post("/api/v1/moods/lobby/signins", json={}).status_code == 201
-    # The Mood page records an arrival too: past the limit it is shown, not recorded again.
+    # Looking at the Mood page is no sign-in: it is shown, and nothing is recorded.
     page = s.client(s.tokens["ada"]).get("/m/lobby")
     assert page.status_code == 200
     assert signins(s) == 3

@@ -55,19 +55,28 @@ def test_without_a_session_pages_send_you_to_sign_in(served):
     assert r.status_code == 303 and r.headers["location"] == "/signin?next=/m/lobby"
 
 
-def test_opening_a_mood_records_a_sign_in_and_shows_the_conversation(served):
+def test_opening_a_mood_shows_it_and_only_i_m_here_signs_in(served):
+    from poller.models import SignIn
+    import sqlalchemy as sa
+
+    def labels() -> list[str]:
+        with served.store.reading() as s:
+            return [r.label for r in s.execute(sa.select(SignIn.label, SignIn.mood_id))]
+
     c = signed_in(served, served.person("ada"))
     served.client(served.tokens["ada"]).post("/api/v1/moods/lobby/posts", json={"text": "first"})
     page = c.get("/m/lobby")
     assert page.status_code == 200 and "first" in page.text
     assert 'data-slug="lobby"' in page.text
     assert "ada" in served.cli("posts", "lobby").out
-    from poller.models import SignIn
-    import sqlalchemy as sa
-
-    with served.store.reading() as s:
-        rows = s.execute(sa.select(SignIn.label, SignIn.mood_id)).all()
-    assert [r.label for r in rows] == ["web"]
+    for _ in range(3):
+        assert c.get("/m/lobby").status_code == 200
+    assert labels() == []  # looking is not arriving: browsing wakes nobody
+    r = c.post("/m/lobby/here", data={"csrf": csrf_of(page.text)})
+    assert r.status_code == 303 and r.headers["location"] == "/m/lobby"
+    assert labels() == ["web"]
+    forged = c.post("/m/lobby/here", data={})  # no CSRF token: refused, nothing written
+    assert forged.status_code == 403 and labels() == ["web"]
 
 
 def test_a_form_without_its_csrf_token_is_refused_and_writes_nothing(served):
@@ -209,12 +218,8 @@ def test_earlier_posts_are_a_page_away_and_that_page_is_not_live(served):
     earlier = c.get(link.group(1)).text
     assert ">post 0<" in earlier and ">post 4<" in earlier and ">post 5<" not in earlier
     assert 'data-static="1"' in earlier and 'id="compose"' not in earlier
+    assert 'id="here"' not in earlier  # "I'm here" is on the live page only
     assert c.get("/m/lobby?before=x").status_code == 400
-    from poller.models import SignIn
-    import sqlalchemy as sa
-
-    with served.store.reading() as s:  # only opening the live page is an arrival
-        assert s.scalar(sa.select(sa.func.count()).select_from(SignIn)) == 1
 
 
 def test_the_agents_page_shows_each_agent_s_load_last_turn_and_latest_decision(served, tmp_path):
