@@ -16,7 +16,6 @@ never argv.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import logging
 import os
@@ -212,6 +211,7 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
         session, history = kept_history(claimed, here, clock())
     toolbox = (toolbox_for(store, claimed, clock, here["max_tool_calls"])
                if able.calls_tools and here["max_tool_calls"] else None)
+    jail, refusal = jail_for(cfg, agent, claimed.tools)
     turn = wakers.TurnRequest(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
                        timeout=timeout_for(agent, claimed.tools, cfg.poller),
@@ -222,9 +222,7 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
                                       if n.strip()),
                        model=here["model"], effort=here["effort"], rules=here["rules"],
                        on_progress=progress, history=history, persona=here["persona"],
-                       session_tokens=here["session_tokens"], toolbox=toolbox)
-    jail, refusal = jail_for(cfg, agent, claimed.tools)
-    turn = dataclasses.replace(turn, sandbox=jail)
+                       session_tokens=here["session_tokens"], toolbox=toolbox, sandbox=jail)
     done = threading.Event()
     every = min(HEARTBEAT_S, cfg.poller.turn_stale / 4)
     threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every, cancel),
