@@ -65,6 +65,11 @@ def test_a_screen_that_fails_times_out_or_babbles_lets_the_wake_through(room, en
     room("post", "lobby", "--as", "ada", "--at", at(1), "lovely weather today")
     report = tick(room, 20)
     assert [w["kind"] for w in report["wakes"]] == ["consider"]
+    # A hung screen is given up on by the poller before the server's thread may have
+    # recorded the request: wait for the record, on a busy machine too.
+    from support.waiting import wait_for
+
+    wait_for(lambda: len(endpoint.requests) >= 1, what="the screen's request recorded")
     assert len(endpoint.requests) == 1
 
 
