@@ -177,6 +177,35 @@ def iso(value: dt.datetime | None) -> str | None:
     return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
+def when(value: dt.datetime | str | None) -> str:
+    """A time as a person reads it, everywhere (pages, CLI, ``why``): ``2026-12-02 01:10
+    UTC``; an ISO string is read first; nothing for None."""
+    if not value:
+        return ""
+    if isinstance(value, str):
+        value = parse_time(value)
+    return f"{value.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+
+def ago(value: dt.datetime | str | None, now: dt.datetime) -> str:
+    """How long before *now* *value* was, in the largest unit that fits: ``just now``,
+    ``3 min ago``, ``5 h ago``, ``2 days ago``; a time after *now* ``in 3 min``."""
+    if not value:
+        return ""
+    if isinstance(value, str):
+        value = parse_time(value)
+    seconds = (now - value).total_seconds()
+    gap = abs(seconds)
+    if gap < 60:
+        return "just now"
+    for size, unit in ((86_400, "day"), (3_600, "h"), (60, "min")):
+        if gap >= size:
+            count = int(gap // size)
+            said = f"{count} {unit}{'s' if unit == 'day' and count != 1 else ''}"
+            return f"{said} ago" if seconds > 0 else f"in {said}"
+    raise AssertionError("unreachable")
+
+
 def money(usd: float) -> str:
     """US dollars as a person reads them: ``$0.03``, ``$1,204.50``; under a cent but not
     nothing, ``<$0.01`` (never ``$0.0000``)."""

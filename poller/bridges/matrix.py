@@ -454,10 +454,12 @@ def _member(cfg, f: _Fields, eid, room, sender, content: _Fields) -> Optional[Me
 
 
 def render(markdown: str) -> str:
-    """Markdown to the HTML of ``formatted_body`` (raw HTML in the text stays text)."""
-    from markdown_it import MarkdownIt
+    """Markdown to the HTML of ``formatted_body``, rendered as the web page renders a post
+    (raw HTML in the text stays text; post references stay text: a room has no posts'
+    ids)."""
+    from poller import markup
 
-    return MarkdownIt("commonmark", {"html": False}).render(markdown).strip()
+    return markup.to_html(markdown, post_links=False)
 
 
 def content(event: str, text: str, reply: Optional[Any] = None) -> dict:

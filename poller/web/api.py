@@ -263,7 +263,8 @@ ROUTES: tuple[Route, ...] = (
           "Signal that the token's person is typing: considers in the Mood wait 15 s after the "
           "newest signal.", errors=(404, 429), returns=schema_out(mood=S, handle=S, at=TIME)),
     Route("GET", "/moods/{slug}/events", None,
-          "Server-Sent Events: post, turn_started, turn_ended, working, holds. Resume with "
+          "Server-Sent Events: post (its `html` the post as the web page shows it), "
+          "turn_started, turn_ended, working, holds. Resume with "
           "Last-Event-ID (or ?after=) as sent in each event's id.",
           query=(Param("after", "string", "Resume after this event id (POST_ID.WAKE_ID)."),),
           produces="text/event-stream", errors=(404,)),

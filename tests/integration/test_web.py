@@ -109,7 +109,7 @@ def test_a_post_containing_script_is_shown_inert(served):
     served.client(token).post("/api/v1/moods/lobby/posts", json={"text": evil})
     page = signed_in(served, token).get("/m/lobby").text
     assert "<script>alert" not in page and "<img src=x" not in page
-    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
+    assert '&lt;script&gt;alert("x")&lt;/script&gt;' in page  # as text, in the post
 
 
 def test_trust_none_reads_but_has_no_post_box_and_its_posts_are_refused(served):
@@ -234,3 +234,49 @@ def test_the_agents_page_shows_each_agent_s_load_last_turn_and_latest_decision(s
     page = op.get("/ops/agents").text
     assert "mention in lobby: replied" in page
     assert "mention in lobby: woke" in page
+
+
+
+MARKDOWN_REPLY = ("**Done.** As #p-{asked} asked:\n\n| step | state |\n|------|-------|\n"
+                  "| build | green |\n\n```sh\nmake check\n```\n\nsee https://example.org "
+                  "<script>alert(1)</script> [x](javascript:alert(1))")
+
+
+def test_a_markdown_post_is_one_li_on_load_and_in_the_live_event(served):
+    """The page renders a post's markdown, sanitized; the event stream carries the very
+    same ``<li>``, so what arrived live is what a reload shows."""
+    token = served.person("ada")
+    served.cli("agent", "add", "helper", "--command", "cat")
+    asked = served.store.add_post("lobby", "ada", "what now?", webserver.T0).id
+    events = webserver.Events(served.client(token), f"/api/v1/moods/lobby/events?after={asked}.0")
+    written = MARKDOWN_REPLY.format(asked=asked)
+    try:
+        reply = served.store.add_post("lobby", "helper", written, webserver.T0).id
+        got = events.wait(lambda e: e.of("post"), "the reply's event")[0]["data"]
+    finally:
+        events.close()
+    assert got["id"] == reply and got["text"] == written  # the text as written, too
+    page = signed_in(served, token).get("/m/lobby").text
+    shown = re.search(rf'<li class="post agent" id="post-{reply}".*?</table>.*?</li>', page, re.S)
+    assert shown and shown.group() == got["html"]
+    li = got["html"]
+    assert "<strong>Done.</strong>" in li and "<td>green</td>" in li
+    assert f'<a href="#post-{asked}" rel="nofollow noopener noreferrer">#p-{asked}</a>' in li
+    assert "<pre><code>make check\n</code></pre>" in li
+    assert '<a href="https://example.org"' in li
+    assert "<script" not in li and "&lt;script&gt;alert(1)&lt;/script&gt;" in li
+    assert re.findall(r'href="([^"]*)"', li) == [f"#post-{asked}", "https://example.org"]
+    assert ('<time datetime="2031-05-06T09:00:00Z">2031-05-06 09:00 UTC</time> '
+            '<span class="ago">(just now)</span>') in li
+
+
+def test_the_page_s_own_post_box_gets_the_post_s_li_back(served):
+    c = signed_in(served, served.person("ada"))
+    page = c.get("/m/lobby").text
+    r = c.post("/m/lobby/posts", data={"text": "a `tiny` *note*", "csrf": csrf_of(page)},
+               headers={"Accept": "application/json"})
+    assert r.status_code == 201
+    li = r.json()["html"]
+    assert li.startswith(f'<li class="post person" id="post-{r.json()["id"]}"')
+    assert "<p>a <code>tiny</code> <em>note</em></p>" in li
+    assert li in c.get("/m/lobby").text

@@ -1,6 +1,8 @@
 // The Mood page, live: new posts, replies, silent dots and notices from the event
 // stream; who is at work; holds; and the post box (sent with the page's CSRF token).
-// Text is only ever set with textContent, so a post is shown as the text it is.
+// A post arrives as the <li> the server rendered for it (markdown rendered, then
+// sanitized: no script, no raw HTML), the same a reload shows; every other text is
+// only ever set with textContent.
 "use strict";
 (function () {
   var root = document.getElementById("mood");
@@ -19,54 +21,28 @@
     return e;
   }
 
-  function local(iso) {  // the reader's own clock, for every time on the page alike
-    return new Date(iso).toLocaleString([], {day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit"});
-  }
-
-  function when(iso) {
-    var t = el("time", "", local(iso));
-    t.setAttribute("datetime", iso);
-    return t;
-  }
-
-  document.querySelectorAll("#posts time[datetime]").forEach(function (t) {
-    t.textContent = local(t.getAttribute("datetime"));
-  });
-
   function addPost(p) {
     if (document.getElementById("post-" + p.id)) return;
-    var li = el("li", "post");
-    li.id = "post-" + p.id;
-    li.dataset.id = p.id;
-    if (p.kind === "silent") {
-      li.classList.add("silent");
-      li.title = p.sender + " stayed silent: " + p.text;
-      var dot = el("span", "dot", "\u00b7");
-      dot.setAttribute("aria-label", p.sender + " stayed silent");
-      li.appendChild(dot);
-    } else if (p.kind === "system" || p.kind === "handoff") {
-      li.classList.add("notice", p.kind);
-      li.appendChild(el("span", "text", p.text));
-      li.appendChild(document.createTextNode(" "));
-      li.appendChild(when(p.created_at));
-    } else {
-      li.classList.add(p.sender_kind);
-      var meta = el("div", "meta");
-      meta.appendChild(el("span", "sender", p.sender));
-      if (p.sender_kind === "agent") {
-        meta.appendChild(document.createTextNode(" "));
-        meta.appendChild(el("span", "badge", "agent"));
-      }
-      meta.appendChild(document.createTextNode(" "));
-      meta.appendChild(when(p.created_at));
-      li.appendChild(meta);
-      li.appendChild(el("div", "text", p.text));
-    }
+    var made = document.createElement("template");
+    made.innerHTML = p.html;
+    var li = made.content.firstElementChild;
+    if (!li) return;
     var empty = document.getElementById("empty");
     if (empty) empty.remove();
     posts.appendChild(li);
     li.scrollIntoView({block: "nearest"});
   }
+
+  // A link to a post (#p-12 in a post's text is one to #post-12) that is further back
+  // than this page shows opens the Mood's page up to that post.
+  posts.addEventListener("click", function (e) {
+    var a = e.target.closest ? e.target.closest('a[href^="#post-"]') : null;
+    if (!a) return;
+    var id = a.getAttribute("href").slice("#post-".length);
+    if (!/^[0-9]+$/.test(id) || document.getElementById("post-" + id)) return;
+    e.preventDefault();
+    location.href = "/m/" + encodeURIComponent(slug) + "?before=" + (Number(id) + 1) + "#post-" + id;
+  });
 
   function showWorking(turns) {
     var names = [], doing = [];
