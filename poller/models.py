@@ -748,6 +748,54 @@ class Webhook(Base):
     removed_at: Mapped[Optional[dt.datetime]]
 
 
+class TurnCapability(Base):
+    """What a running turn may do through the Moods' tool server (``mood-poller mcp``).
+
+    One per turn, minted when it starts: the secret goes to the agent
+    (``MOOD_TURN_TOKEN``) and only its SHA-256 is kept.  It acts as the wake's agent
+    in the wake's Mood with the wake's tools tier, until ``expires_at`` or until it
+    is revoked (the turn's end revokes it).  ``blocks`` holds the reply blocks its
+    acting tools accepted, appended to the reply when the turn settles.
+    """
+
+    __tablename__ = "turn_capabilities"
+
+    wake_id: Mapped[int] = mapped_column(BigId, ForeignKey("wakes.id"), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    tools: Mapped[str] = mapped_column(String(8))  # full | look
+    created_at: Mapped[dt.datetime]
+    expires_at: Mapped[dt.datetime]
+    revoked_at: Mapped[Optional[dt.datetime]]
+    blocks: Mapped[dict[str, Any]] = mapped_column(default=dict)  # {"kinds": [...], "texts": [...]}
+
+
+class Approval(Base):
+    """A turn's request to use a tool its tier does not pre-allow, and who decided it.
+
+    ``pending`` until a person with trust ``full`` in the Mood (or an operator)
+    approves or denies it, the wait runs out (``timed_out``) or the turn ends
+    (``ended``).  ``notice_post_id`` is the notice posted in the Mood.
+    """
+
+    __tablename__ = "approvals"
+    __table_args__ = (Index("ix_approvals_wake_id", "wake_id"),
+                      Index("ix_approvals_mood_status", "mood_id", "status"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    wake_id: Mapped[int] = mapped_column(BigId, ForeignKey("wakes.id"))
+    agent_id: Mapped[int] = mapped_column(ForeignKey("participants.id"))
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"))
+    tool: Mapped[str] = mapped_column(String(200))
+    shown: Mapped[str] = mapped_column(Text, default="")  # a short, safe rendering of its input
+    status: Mapped[str] = mapped_column(String(12), default="pending")
+    asked_at: Mapped[dt.datetime]
+    decided_at: Mapped[Optional[dt.datetime]]
+    decided_by: Mapped[Optional[int]] = mapped_column(ForeignKey("participants.id"))
+    via: Mapped[str] = mapped_column(String(12), default="")  # post | page | cli | matrix | ...
+    reason: Mapped[str] = mapped_column(Text, default="")
+    notice_post_id: Mapped[Optional[int]] = mapped_column(BigId, ForeignKey("posts.id"))
+
+
 # -- Full-text search over posts (migration 0016) -------------------------------------------------
 #
 # Not a model: on SQLite an FTS5 table over ``posts.text`` (external content: it keeps only

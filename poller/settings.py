@@ -131,6 +131,19 @@ def _effort(raw: str) -> str:
     return value
 
 
+def _tool_names(raw) -> str:
+    """Tool names, comma or space separated, kept as one canonical comma-separated line."""
+    names = [n for n in re.split(r"[\s,]+", str(raw or "").strip()) if n]
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name):
+            raise errors.InvalidSetting(f"approve_tools must be tool names such as set_alarm, "
+                                        f"comma separated; {name[:40]!r} is not one")
+    return ",".join(dict.fromkeys(names))
+
+
+_tool_names.range = "tool names, comma separated; empty: none"
+
+
 _effort.range = " | ".join(EFFORTS) + "; empty: the agent's default"  # for `set --help`
 
 WEEK_S = 7 * 24 * 3600
@@ -199,6 +212,12 @@ KEYS: dict[str, Key] = {
         Key("heat", 0.0, _number_range("heat", -100.0, 100.0),
             "initiative added in this Mood (set it per Mood: e.g. the Mood's own project agent "
             "runs hot); one hour without speaking is worth 1 at speed 1"),
+        Key("approval_timeout", 600, _int_range("approval_timeout", 10, 24 * 3600, "s"),
+            "seconds a turn waits for a person to approve a tool it asked to use, before "
+            "the request is denied"),
+        Key("approve_tools", "", _tool_names,
+            "acting tools a model agent may use only once a person approves (names, comma "
+            "separated: e.g. set_alarm, handoff; empty: none)"),
         Key("greet_strangers", "off", _choice("greet_strangers", ("on", "off")),
             "on: a person with trust none who signs in is an arrival like anyone else (off: "
             "their coming wakes nobody, as their words don't)"),

@@ -70,6 +70,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "Serve the JSON API, the event stream and the web pages on HOST:PORT."),
     "bridge": ("poller.bridges.cli", "Run a bridge: Matrix rooms as Moods, or signed webhooks."),
     "outbox": ("poller.bridges.cli", "What the bridges are to deliver, have delivered, or gave up on."),
+    "mcp": ("poller.toolserver.cli", "Serve the Moods as MCP tools over stdin and stdout."),
+    "approve": ("poller.toolserver.cli", "Approve the tool a turn asked to use (ID: the number "
+                                         "in its notice)."),
+    "deny": ("poller.toolserver.cli", "Deny the tool a turn asked to use (ID: the number in its "
+                                      "notice)."),
+    "approvals": ("poller.toolserver.cli", "Requests to use a tool waiting for an answer (or "
+                                           "every one of a wake)."),
     "health": ("serve", "Is the database answering and a poller cycling? Exit 0 if so, 1 if "
                         "not (for cron)."),
 }

@@ -212,9 +212,15 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
     toolbox = (toolbox_for(store, claimed, clock, here["max_tool_calls"])
                if able.calls_tools and here["max_tool_calls"] else None)
     jail, refusal = jail_for(cfg, agent, claimed.tools)
+    timeout = timeout_for(agent, claimed.tools, cfg.poller)
+    tools_open = (open_tools(store, claimed, clock, timeout)
+                  if able.runs_process and not refusal else None)
+    server = tools_open[0] if tools_open else None
+    if server is not None and jail is not None:
+        jail = jail.needing((server.directory,))
     turn = wakers.TurnRequest(wake_id, agent.handle, claimed.mood, claimed.kind, claimed.tools,
                        claimed.text, claimed.answers,
-                       timeout=timeout_for(agent, claimed.tools, cfg.poller),
+                       timeout=timeout,
                        silence_limit=(cfg.poller.silence_limit or None) if claimed.tools == "full"
                        else None,
                        workdir=agent.workdir, session=session,
@@ -222,14 +228,21 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
                                       if n.strip()),
                        model=here["model"], effort=here["effort"], rules=here["rules"],
                        on_progress=progress, history=history, persona=here["persona"],
-                       session_tokens=here["session_tokens"], toolbox=toolbox, sandbox=jail)
+                       session_tokens=here["session_tokens"], toolbox=toolbox, sandbox=jail,
+                       tool_server=server)
     done = threading.Event()
     every = min(HEARTBEAT_S, cfg.poller.turn_stale / 4)
     threading.Thread(target=heartbeat, args=(store, wake_id, clock, done, every, cancel),
                      daemon=True).start()
-    outcome = (run_waker(store, agent, turn, cancel) if not refusal else
-               wakers.TurnResult("failed", error=f"the turn could not be sandboxed: {refusal}",
-                                 public="its turn could not be sandboxed"))
+    try:
+        outcome = (run_waker(store, agent, turn, cancel) if not refusal else
+                   wakers.TurnResult("failed", error=f"the turn could not be sandboxed: {refusal}",
+                                     public="its turn could not be sandboxed"))
+    finally:  # the turn's capability never outlives it
+        if tools_open is not None:
+            close_tools(store, claimed, tools_open[1], clock)
+    if tools_open is not None:
+        outcome = with_tool_blocks(store, claimed, outcome, clock)
     if progress is not None:
         progress.stop()  # before settling, which clears it: no report lands after the end
     try:  # the heartbeat goes on while settling waits for its store: the turn is alive
@@ -238,6 +251,72 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
         done.set()
     log_end(claimed, status, outcome, time.monotonic() - started)
     return status
+
+
+TOOLS_LAST_S = 24 * 3600.0  # a capability's life when its turn has no time limit
+
+
+def open_tools(store: Store, claimed: turns.Claimed, clock, timeout: Optional[float]):
+    """The Moods' tools for the turn's processes: a capability minted for it and the door
+    its ``mood-poller mcp`` reaches them by; None (and a warning) if they cannot be made."""
+    from poller.store import capabilities
+    from poller.toolserver.door import Door
+
+    try:
+        user, failed = wakers.resolve_run_as((claimed.agent.options or {}).get("run_as"))
+        owner = (user.uid, user.gid) if user is not None else None
+        lasts = dt.timedelta(seconds=(timeout or TOOLS_LAST_S) + 60)
+        token = capabilities.mint(store, claimed.wake_id, claimed.tools, clock(), lasts)
+        door = Door(store, clock, owner=owner if failed is None else None)
+        from poller import tools
+
+        reading = tuple(t.spec.name for t in tools.registered() if not t.spec.acting)
+        return (wakers.ToolServer(token, door.path, door.dir, reading, owner), door)
+    except Exception:  # the turn still runs, without the Moods' tools
+        log.warning("turn %s: the Moods' tools could not be opened for it", claimed.wake_id,
+                    exc_info=True, extra={"action": "tools_unavailable",
+                                          "wake_id": claimed.wake_id})
+        return None
+
+
+def close_tools(store: Store, claimed: turns.Claimed, door, clock) -> None:
+    """The turn is over: its capability is revoked and its door closed."""
+    from poller.store import capabilities
+
+    try:
+        door.close()
+    finally:
+        try:
+            capabilities.revoke(store, claimed.wake_id, clock())
+        except Exception:  # the capability still dies with the wake's running state
+            log.warning("turn %s: its capability could not be revoked", claimed.wake_id,
+                        extra={"action": "revoke_failed", "wake_id": claimed.wake_id})
+
+
+def with_tool_blocks(store: Store, claimed: turns.Claimed, outcome: wakers.TurnResult,
+                     clock) -> wakers.TurnResult:
+    """The reply with the blocks the turn's acting tools accepted over MCP appended, as
+    settling must read them."""
+    import dataclasses
+
+    from poller.store import capabilities
+    from poller.tools.registry import Toolbox
+
+    if outcome.status != "replied":
+        return outcome
+    try:
+        kinds, texts = capabilities.blocks_of(store, claimed.wake_id)
+    except Exception:
+        log.warning("turn %s: the blocks its tools accepted could not be read",
+                    claimed.wake_id, extra={"action": "tool_blocks_lost"})
+        return outcome
+    if not texts:
+        return outcome
+    box = Toolbox(store, wake_id=claimed.wake_id, agent_id=claimed.agent.id,
+                  agent=claimed.agent.handle, mood_id=0, mood=claimed.mood,
+                  tools=claimed.tools, clock=clock)
+    box.block_kinds, box.blocks = kinds, texts
+    return dataclasses.replace(outcome, reply=box.reply_with_blocks(outcome.reply))
 
 
 def jail_for(cfg: Config, agent, tools: str) -> tuple[Optional[sandbox.Jail], str]:

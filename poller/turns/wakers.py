@@ -81,6 +81,25 @@ class TurnRequest:
     toolbox: Optional[object] = field(default=None, compare=False, repr=False)
     # Where the turn's processes run (poller.turns.sandbox.Jail); None: unsandboxed.
     sandbox: Optional[sandbox.Jail] = None
+    # The Moods' tools for a process of the turn (``mood-poller mcp``); None: none.
+    tool_server: Optional["ToolServer"] = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class ToolServer:
+    """What a turn's process needs to reach its tools: the turn's token (a secret: never
+    on a command line), the socket its runner serves them on, in a directory of the turn's
+    own (bound into its sandbox), and the names of the reading tools (pre-allowed on
+    look-only turns)."""
+
+    token: str
+    door: str
+    directory: str
+    reading: tuple[str, ...] = ()
+    owner: Optional[tuple[int, int]] = None  # the agent's user, when it runs as another
+
+    def env(self) -> dict[str, str]:
+        return {"MOOD_TURN_TOKEN": self.token, "MOOD_TURN_DOOR": self.door}
 
 
 @dataclass(frozen=True)
@@ -181,6 +200,8 @@ def turn_env(turn: TurnRequest, run_as: Optional["RunAs"] = None) -> dict[str, s
     env.update(zip(WAKE_ENV, (str(turn.wake_id), turn.agent, turn.mood, turn.kind, turn.tools)))
     env.update((name, value) for name, value in (("MOOD_MODEL", turn.model),
                                                  ("MOOD_EFFORT", turn.effort)) if value)
+    if turn.tool_server is not None:  # the agent's own capability, for `mood-poller mcp`
+        env.update(turn.tool_server.env())
     return env
 
 
@@ -445,8 +466,34 @@ LINE_LIMIT = 8 * 1024 * 1024  # one stream-json line longer than this is dropped
 RULES_HEADING = "The rules of this Mood, set by its operators:"
 
 
+MCP_SERVER = "mood"  # the Moods' tools, as Claude Code names them: mcp__mood__<tool>
+APPROVE_TOOL = f"mcp__{MCP_SERVER}__approve"
+
+
+def mcp_config(server: ToolServer) -> dict:
+    """The ``--mcp-config`` that starts ``mood-poller mcp`` for the turn, with its token."""
+    import sys
+
+    return {"mcpServers": {MCP_SERVER: {
+        "type": "stdio", "command": sys.executable, "args": ["-m", "poller", "mcp"],
+        "env": server.env()}}}
+
+
+def write_mcp_config(server: ToolServer) -> str:
+    """The turn's ``--mcp-config`` file, 0600 in the turn's own directory (the token is in
+    it, never on the command line)."""
+    path = os.path.join(server.directory, "mcp.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(mcp_config(server), fh)
+    if server.owner is not None:
+        os.chown(path, *server.owner)
+    return path
+
+
 def claude_argv(options: dict, tools: str, session: Optional[str], *, model: str = "",
-                effort: str = "", rules: str = "") -> list[str]:
+                effort: str = "", rules: str = "", mcp: str = "",
+                reading: tuple[str, ...] = ()) -> list[str]:
     """The ``claude`` command line for one turn (the prompt goes on stdin).
 
     *model* (the Mood's setting) wins over the agent's own ``model`` option.
@@ -464,13 +511,19 @@ def claude_argv(options: dict, tools: str, session: Optional[str], *, model: str
         argv += ["--append-system-prompt", f"{RULES_HEADING}\n{rules}"]
     if session:
         argv += ["--resume", session]
+    if mcp:  # the Moods' tools (*mcp*: the config file naming `mood-poller mcp`)
+        argv += ["--mcp-config", mcp]
     if tools == "full":
         argv += ["--permission-mode", options.get("permission_mode") or FULL_PERMISSION_MODE]
-        if options.get("allowed_tools"):
-            argv += ["--allowedTools", ",".join(options["allowed_tools"])]
+        allowed = list(options.get("allowed_tools") or ()) + ([f"mcp__{MCP_SERVER}"] if mcp else [])
+        if allowed:
+            argv += ["--allowedTools", ",".join(allowed)]
+        if mcp:  # a tool not pre-allowed is asked of the people in the Mood
+            argv += ["--permission-prompt-tool", APPROVE_TOOL]
     else:
+        mine = [f"mcp__{MCP_SERVER}__{name}" for name in reading] if mcp else []
         argv += ["--permission-mode", LOOK_PERMISSION_MODE,
-                 "--allowedTools", ",".join(LOOK_TOOLS),
+                 "--allowedTools", ",".join([*LOOK_TOOLS, *mine]),
                  "--disallowedTools", ",".join(LOOK_DENIED)]
     return argv
 
@@ -679,8 +732,15 @@ class ClaudeWaker(Waker):
                 return TurnResult("failed", error=f"could not create {cwd}: {exc.strerror}",
                                public="its session directory could not be created")
         stream = ClaudeStream(turn.on_progress)
+        server = turn.tool_server
+        try:
+            mcp = write_mcp_config(server) if server is not None else ""
+        except OSError as exc:
+            return TurnResult("failed", error=f"could not write its tools' configuration: "
+                              f"{exc.strerror}", public="its tools could not be made ready")
         argv = claude_argv(self.options, turn.tools, turn.session, model=turn.model,
-                           effort=turn.effort, rules=turn.rules)
+                           effort=turn.effort, rules=turn.rules, mcp=mcp,
+                           reading=server.reading if server is not None else ())
         jail = turn.sandbox
         if jail is not None:  # its configuration and sessions stay writable (--resume)
             needs = self.needs_writable(user.home if user else os.path.expanduser("~"))

@@ -82,5 +82,6 @@ def test_every_listing_and_acting_command_takes_json():
             missing.append(" ".join(path))
 
     walk(root, [])
-    # `run` logs (global --log-json); `demo` is a guided tour printed for people.
-    assert sorted(missing) == ["demo", "run"]
+    # `run` logs (global --log-json); `demo` is a guided tour printed for people; `mcp`
+    # speaks MCP (JSON-RPC) on its stdout.
+    assert sorted(missing) == ["demo", "mcp", "run"]
