@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import logging.config
 import os
+import sys
 
 FIELDS = ("action", "agent", "mood", "kind", "outcome", "reason", "code", "wake_id", "status",
           "pid", "tools", "duration_s", "prompt_tokens", "error", "ref")
@@ -56,23 +56,30 @@ def setup(json_lines: bool = False, verbose: bool = False, quiet: bool = False) 
     global _current
     quiet = quiet and not verbose
     _current = ("json" if json_lines else "text", verbose, quiet)
-    formatter = "json" if json_lines else "text"
-    level = "DEBUG" if verbose else "WARNING" if quiet else "INFO"
-    logging.config.dictConfig({
-        "version": 1,
-        "disable_existing_loggers": False,
-        "formatters": {
-            "json": {"()": JsonFormatter},
-            "text": {"()": TextFormatter, "format": "%(asctime)s %(levelname)s %(message)s"},
-        },
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr",
-                                "formatter": formatter}},
-        "root": {"handlers": ["stderr"], "level": "WARNING"},
-        "loggers": {
-            "poller": {"level": level},
-            "wiki_rules": {"level": level},
-        },
-    })
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    # What logging.config.dictConfig would do with one handler and two loggers, without
+    # importing logging.config (and logging.handlers, socket, pickle) into every command.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_lines
+                         else TextFormatter("%(asctime)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    for old in root.handlers[:]:
+        root.removeHandler(old)
+        old.close()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    configured = ("poller", "wiki_rules")
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and name.startswith(tuple(f"{c}." for c in configured)):
+            logger.setLevel(logging.NOTSET)  # a child logs at its parent's level
+            logger.handlers = []
+            logger.propagate = True
+    for name in configured:
+        logger = logging.getLogger(name)
+        logger.handlers = []
+        logger.setLevel(level)
+        logger.propagate = True
+        logger.disabled = False
 
 
 def spec() -> str:

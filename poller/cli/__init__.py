@@ -236,17 +236,21 @@ class LazyGroup(click.Group):
 
 @contextlib.contextmanager
 def importing():
-    """Import big packages (SQLAlchemy, the models) with the cyclic GC paused.
+    """Import big packages (SQLAlchemy, the models) with the cyclic GC paused, then
+    freeze what the process holds.
 
     An import makes tens of thousands of objects and no garbage; collections
     triggered along the way only walk them (about a tenth of SQLAlchemy's
-    import time).
+    import time).  They live as long as the process, so they are moved out of the
+    collector's sight (``gc.freeze``) before it runs again: else its next young
+    collection walks every one of them, and each later full one again.
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if enabled:
             gc.enable()
 
