@@ -145,6 +145,28 @@ def facts() -> str:
     return f"{machine()}; {os.cpu_count()} cores, {load()}"
 
 
+def commit() -> str:
+    """The checkout's commit, and whether its tracked files differ from it."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        r = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + (" with uncommitted changes" if git("status", "--porcelain", "-uno") else "")
+
+
+def header() -> str:
+    """What a benchmark prints first: the machine, the commit, the load when it starts."""
+    return f"{machine()}\ncommit: {commit()}; {load()}"
+
+
+def ratio(ours: float, floor: float) -> float:
+    """*ours* as a multiple of *floor* (both costs: CPU or wall seconds)."""
+    return ours / floor if floor > 0 else float("inf")
+
+
 class Timed:
     """Wall and CPU seconds (this process, every thread) of a ``with`` block."""
 
