@@ -46,8 +46,12 @@ def wake(store: Store, wake_id: int) -> dict:
         u = ops.usage(s, wake_id) if w is not None else None
     if w is None:
         raise errors.NotFound(f"no wake {wake_id}")
+    from poller.store import capabilities
+
+    asked = capabilities.approvals_of(store, wake_id)
     return _wake_json(w, full=True) | {"usage": None if u is None else {
-        "tokens_in": u.tokens_in, "tokens_out": u.tokens_out, "cost_usd": u.cost_usd}}
+        "tokens_in": u.tokens_in, "tokens_out": u.tokens_out, "cost_usd": u.cost_usd},
+        "progress": w.progress, "approvals": [a.to_json() for a in asked]}
 
 
 def _scram(s) -> Optional[dict]:

@@ -212,7 +212,7 @@ KEYS: dict[str, Key] = {
         Key("heat", 0.0, _number_range("heat", -100.0, 100.0),
             "initiative added in this Mood (set it per Mood: e.g. the Mood's own project agent "
             "runs hot); one hour without speaking is worth 1 at speed 1"),
-        Key("approval_timeout", 600, _int_range("approval_timeout", 10, 24 * 3600, "s"),
+        Key("approval_timeout", 600, _int_range("approval_timeout", 1, 24 * 3600, "s"),
             "seconds a turn waits for a person to approve a tool it asked to use, before "
             "the request is denied"),
         Key("approve_tools", "", _tool_names,

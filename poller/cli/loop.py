@@ -208,6 +208,13 @@ def wakes_show(app: App, wake_id: int, as_json: bool) -> None:
         common.echo(f"turn: {spent}")
     if w["error"]:
         common.echo(f"note: {w['error']}")
+    if w.get("progress"):
+        common.echo(f"now: {w['progress']}")
+    for a in w.get("approvals") or ():
+        by = f" by {a['decided_by'] or 'an operator'} ({a['via']})" if a["via"] in (
+            "post", "page", "cli", "matrix") else ""
+        why = f": {a['reason']}" if a["reason"] else ""
+        common.echo(f"approval #{a['id']}: {a['tool']} ({a['input']}) {a['status']}{by}{why}")
     common.echo(w["text"])
 
 

@@ -91,7 +91,7 @@ class TurnCaller:
         # The blocks accepted so far, in this process or another, count: a reply carries
         # one block of each kind.
         kinds, texts = capabilities.blocks_of(self.store, self.cap.wake_id)
-        self.box.block_kinds, self.box.blocks = kinds, texts
+        self.box.block_kinds, self.box.blocks = list(kinds), list(texts)
         said = self.box.call(name, args or {})
         for kind, text in zip(self.box.block_kinds[len(kinds):], self.box.blocks[len(texts):]):
             capabilities.add_block(self.store, self.cap.wake_id, kind, text)

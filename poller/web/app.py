@@ -95,12 +95,16 @@ def create_app(store, config, *, clock: Callable[[], dt.datetime],
         Mount("/static", StaticFiles(packages=[("poller.web", "static")]), name="static"),
         *pages.routes(door),
     ]
+    tools = _tool_server(door)
+    if tools is not None:  # the Moods as MCP tools, for a bearer token (poller.toolserver)
+        routes.append(StarRoute("/mcp", endpoint=tools, methods=["GET", "POST", "DELETE"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
         _fit_threads_to_pool(store)
         door.feed.start()
-        yield
+        async with (tools.manager.run() if tools is not None else contextlib.nullcontext()):
+            yield
         await door.feed.stop()
 
     app = Starlette(routes=routes, lifespan=lifespan,
@@ -110,6 +114,15 @@ def create_app(store, config, *, clock: Callable[[], dt.datetime],
     app.add_middleware(BodyCap, limit=options.body_limit)
     app.add_middleware(Headers)
     return app
+
+
+def _tool_server(door: Door):
+    """``/mcp``: the MCP server over streamable HTTP (None when the SDK is not installed)."""
+    try:
+        from poller.toolserver.server import HttpMount
+    except ImportError:  # pragma: no cover - a dependency of the package
+        return None
+    return HttpMount(door.store, door.clock, limit=door.post_limit, on_posted=door.posted)
 
 
 def _fit_threads_to_pool(store) -> None:

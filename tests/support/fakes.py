@@ -17,6 +17,11 @@ test can switch behaviour between turns:
 - ``badutf8``: invalid UTF-8 bytes in an assistant line, then a good result;
 - ``crash``: half a stream, then exit 1;
 - ``no-resume``: like Claude Code given an unknown ``--resume`` id;
+- ``mcp``: a turn that uses the Moods' tools: it starts the server its ``--mcp-config``
+  names with the MCP SDK's client and runs the steps in ``claude-mcp`` (a JSON list of
+  ``{"list": true}``, ``{"call": TOOL, "args": {...}}`` or ``{"permission": {"tool_name",
+  "input"}}``, the last through the permission prompt tool), each result a line of
+  ``claude-mcp.jsonl`` (with the token it was given), then answers;
 - ``work``: a turn at work: it calls Read on ``/srv/project/private/notes.md``,
   waits until a file ``go-1`` appears beside it, gets the file's content back
   (a tool_result), calls Bash with a command line, waits for ``go-2``, then
@@ -96,6 +101,33 @@ if command in ("/context", "/cost", "/usage"):
     emit({{"type": "user", "session_id": sid, "message": {{"role": "user",
           "content": "<local-command-stdout>" + printed + "</local-command-stdout>"}}}})
     done("", 0)
+if mode == "mcp":  # a turn that uses the Moods' tools: the steps in claude-mcp, in order
+    import anyio
+    from mcp import Client, StdioServerParameters
+    config = json.load(open(argv[argv.index("--mcp-config") + 1]))["mcpServers"]["mood"]
+    steps = json.loads(read("claude-mcp", "[]"))
+    said = []
+    async def drive():
+        params = StdioServerParameters(command=config["command"], args=config["args"],
+                                       env=config["env"])
+        async with Client(params) as client:
+            for step in steps:
+                if step.get("list"):
+                    got = {{"tools": [t.name for t in (await client.list_tools()).tools]}}
+                elif "permission" in step:
+                    r = await client.call_tool("approve", step["permission"])
+                    got = {{"permission": json.loads(r.content[0].text)}}
+                else:
+                    r = await client.call_tool(step["call"], step.get("args", {{}}))
+                    got = {{"call": step["call"], "error": r.is_error, "text": r.content[0].text}}
+                with open(os.path.join(here, "claude-mcp.jsonl"), "a") as fh:
+                    fh.write(json.dumps(dict(got, token=config["env"]["MOOD_TURN_TOKEN"])) + "\n")
+                said.append(json.dumps(got)[:120])
+    anyio.run(drive)
+    emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_m", "type": "message",
+          "role": "assistant", "model": "claude-sonnet",
+          "content": [{{"type": "text", "text": reply}}]}}}})
+    done(reply, 0.01)
 if mode == "work":
     emit({{"type": "assistant", "session_id": sid, "message": {{"id": "msg_w1", "type": "message",
           "role": "assistant", "model": "claude-sonnet", "content": [
