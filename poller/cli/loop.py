@@ -9,7 +9,7 @@ import click
 from poller import errors, law, secure
 from poller.cli import App, common, pass_app
 from poller.kinds import ANSWERED, WakeKind, WakeStatus, names
-from poller.text import money
+from poller.text import money, when
 
 
 def _poller(app: App, detach: bool, only: str | None = None, without: str | None = None):
@@ -180,7 +180,7 @@ def wakes(ctx: click.Context, mood: str | None, agent: str | None, kind: str | N
     if as_json:
         common.echo_json(rows)
         return
-    common.table([[w["id"], w["created_at"], w["agent"], w["mood"], w["kind"], w["tools"],
+    common.table([[w["id"], when(w["created_at"]), w["agent"], w["mood"], w["kind"], w["tools"],
                    w["status"], ",".join(map(str, w["answers"])) or "-"] for w in rows],
                  ["ID", "AT", "AGENT", "MOOD", "KIND", "TOOLS", "STATUS", "ANSWERS"])
 
@@ -243,10 +243,11 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
         return
     if answer["scram"]:
         s = answer["scram"]
-        common.echo(f"EMERGENCY STOP set by {s['by'] or 'someone'} at {s['at']}: nothing wakes")
+        common.echo(f"EMERGENCY STOP set by {s['by'] or 'someone'} at {when(s['at'])}: "
+                    "nothing wakes")
     if answer["hold"]:
         h = answer["hold"]
-        common.echo(f"holding {h['owed']} mention(s) since {h['since']}: {h['reason']}")
+        common.echo(f"holding {h['owed']} mention(s) since {when(h['since'])}: {h['reason']}")
     if answer["left_unanswered"]:
         ids = ", ".join(f"#p-{p}" for p in answer["left_unanswered"])
         common.echo(f"left unanswered by a cut-off turn: {ids} (the next mention here or the "
@@ -257,8 +258,8 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
         common.echo(f"away from the screen: {answer['away']['line']} (left from "
                     f"{answer['away']['mood']})")
     for kind, d in answer["decisions"].items():
-        tail = f", next due {d['next_due']}" if d["next_due"] else ""
-        seen = f" (x{d['count']}, last {d['last_at']})" if d["count"] > 1 else ""
+        tail = f", next due {when(d['next_due'])}" if d["next_due"] else ""
+        seen = f" (x{d['count']}, last {when(d['last_at'])})" if d["count"] > 1 else ""
         turn = d.get("turn")
         ended = ""
         if turn and turn["status"] not in ANSWERED:
@@ -266,7 +267,7 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
                                                                   if turn["error"] else "")
         elif turn:
             ended = f" -> {turn['status']}"
-        common.echo(f"{kind:9} {d['code']}{ended} at {d['at']}{seen}{tail}"
+        common.echo(f"{kind:9} {d['code']}{ended} at {when(d['at'])}{seen}{tail}"
                     + (f": {d['sentence']}" if d["sentence"] else ""))
     if answer["floor"]:
         f = answer["floor"]
@@ -284,10 +285,11 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
             common.echo("no decisions yet: nothing has been due for this agent here")
     _unheard(answer.get("untrusted_mentions"))
     for q in answer["quarantined"]:
-        common.echo(f"set aside: {q['kind']} {q['ref']} ({q['count']}x, last {q['last_at']}): "
-                   f"{q['error']}")
+        common.echo(f"set aside: {q['kind']} {q['ref']} ({q['count']}x, last "
+                    f"{when(q['last_at'])}): {q['error']}")
     t = answer["timers"]
-    common.echo("timers: " + ", ".join(f"{k} {v}" for k, v in t.items() if v) if any(t.values())
+    common.echo("timers: " + ", ".join(f"{k} {when(v)}" for k, v in t.items() if v)
+                if any(t.values())
                else "timers: none set")
 
 
@@ -328,7 +330,8 @@ def status(app: App, as_json: bool) -> None:
         return
     common.echo(sandbox.line(app.config.poller.sandbox))
     if st["scram"]:
-        common.echo(f"EMERGENCY STOP set by {st['scram']['by'] or 'someone'} at {st['scram']['at']}")
+        common.echo(f"EMERGENCY STOP set by {st['scram']['by'] or 'someone'} at "
+                    f"{when(st['scram']['at'])}")
     for a in st["agents"]:
         where = ", ".join(a["at_work"]) or "-"
         held = ", ".join(f"{h['mood']} ({h['reason']})" for h in a["held"]) or "-"
@@ -342,12 +345,13 @@ def status(app: App, as_json: bool) -> None:
     for w in st["in_flight"]:
         doing = f": {w['progress']}" if w["progress"] else ""
         common.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} "
-                    f"since {w['since']}{doing}")
+                    f"since {when(w['since'])}{doing}")
     for q in st["quarantined"]:
         where = f" in {q['mood']}" if q["mood"] else ""
-        common.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last {q['last_at']}): "
-                   f"{q['error']}")
-    common.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {d['due_at']}" for d in st["next_due"]) or "nothing"))
+        common.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last "
+                    f"{when(q['last_at'])}): {q['error']}")
+    common.echo("next due: " + (", ".join(f"{d['agent']}@{d['mood']} {when(d['due_at'])}"
+                                          for d in st["next_due"]) or "nothing"))
     for d in st["scheduled"]:
         common.echo(f"scheduled: {d['what']} {d['agent']}@{d['mood']} {d['local']}")
     for u in st["undelivered"]:
@@ -355,7 +359,7 @@ def status(app: App, as_json: bool) -> None:
         common.echo(f"undelivered: {item} {u['id']} to {u['to']} {u['status']} ({u['event']}): "
                     f"{u['error']}")
     for p in st["pollers"]:
-        common.echo(f"poller {p['holder']} serves {p['serves']} (last cycle {p['at']})")
+        common.echo(f"poller {p['holder']} serves {p['serves']} (last cycle {when(p['at'])})")
     from poller.web.health import bridge_detail
 
     for b in st["bridges"]:

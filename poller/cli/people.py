@@ -165,9 +165,9 @@ def person_list(app: App, show_all: bool, as_json: bool) -> None:
 
 
 def _removed(row) -> str:
-    from poller.text import iso
+    from poller.text import when
 
-    return iso(row.retired_at) if row.retired_at else ""
+    return when(row.retired_at)
 
 
 @click.group()

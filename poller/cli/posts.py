@@ -95,12 +95,14 @@ def _import(app: App, slug: str | None, sender: str | None, as_json: bool) -> No
 @pass_app
 def posts(app: App, slug: str, limit: int, as_json: bool) -> None:
     """Show the Mood SLUG's latest posts, newest last."""
+    from poller.text import when
+
     rows = app.store.posts(slug, limit=limit)
     if as_json:
         common.echo_json([p.to_json() for p in rows])
         return
     for p in rows:
-        stamp = p.created_at.strftime("%Y-%m-%d %H:%M")
+        stamp = when(p.created_at)
         if p.kind == "silent":
             common.echo(f"#{p.id} [{p.sender}, {stamp}] ·")
         else:

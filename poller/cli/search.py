@@ -21,7 +21,7 @@ def search(app: App, query: str, mood: str | None, sender: str | None, since: st
            until: str | None, limit: int, as_json: bool) -> None:
     """Find posts holding every word of QUERY, best first, the words marked «like this»."""
     from poller.store import search as finder
-    from poller.text import parse_time
+    from poller.text import parse_time, when
 
     hits = finder.search(app.store, query, mood=mood, sender=sender,
                          since=parse_time(since, "--since") if since else None,
@@ -30,7 +30,7 @@ def search(app: App, query: str, mood: str | None, sender: str | None, since: st
         common.echo_json([h.to_json() for h in hits])
         return
     for h in hits:
-        stamp = h.created_at.strftime("%Y-%m-%d %H:%M")
+        stamp = when(h.created_at)
         tag = "" if h.kind == "post" else f"({h.kind}) "
         common.echo(f"#{h.id} {h.mood} [{h.sender}, {stamp}] {tag}{h.snippet}")
     if not hits:

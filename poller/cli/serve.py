@@ -9,6 +9,7 @@ import click
 
 from poller import errors, secure
 from poller.cli import App, common, pass_app
+from poller.text import when
 
 
 @click.command()
@@ -123,7 +124,7 @@ def render(report: dict) -> str:
                          "each; `run` does not yet)")
         else:
             lines.append(f"poller:   {p['state']}: last cycle {max(p['age_seconds'], 0):g} s ago at "
-                         f"{p['last_cycle_at']} (every {p['interval']:g} s; took "
+                         f"{when(p['last_cycle_at'])} (every {p['interval']:g} s; took "
                          f"{p['cycle_seconds']:g} s)")
     if report["dials"] is not None:
         lines.append(f"dials:    {report['dials']['source']}")

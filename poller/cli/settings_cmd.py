@@ -6,7 +6,7 @@ import click
 
 from poller import errors, settings
 from poller.cli import App, common, pass_app
-from poller.text import iso, parse_time
+from poller.text import iso, parse_time, when
 
 
 class SetCommand(click.Command):
@@ -44,7 +44,7 @@ def set_(app: App, key: str, value: str, mood: str | None, agent: str | None,
         common.echo_json({"key": key, "old": change.old, "new": change.new, "slot": slot,
                           "mood": mood, "agent": agent, "until": iso(until_at)})
         return
-    tail = f" until {iso(until_at)}" if until_at else ""
+    tail = f" until {when(until_at)}" if until_at else ""
     click.echo(f"{key}: {change.old} -> {change.new} ({slot}){tail}")
 
 
@@ -65,7 +65,7 @@ def get(app: App, key: str | None, mood: str | None, agent: str | None, as_json:
         common.echo_json({r.key: {"value": r.value, "slot": r.slot, "until": iso(r.until)}
                           for r in items})
         return
-    common.table([[r.key, r.value, r.slot + (f" until {iso(r.until)}" if r.until else "")]
+    common.table([[r.key, r.value, r.slot + (f" until {when(r.until)}" if r.until else "")]
                   for r in items], ["KEY", "VALUE", "FROM"])
 
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 from poller import errors
 from poller.store import access, db
-from poller.text import iso
+from poller.text import iso, when
 
 STALE_INTERVALS = 3  # a poller silent this many intervals is unhealthy
 
@@ -79,7 +79,8 @@ def bridge_detail(b: dict) -> str:
     """One bridge of :func:`bridge_facts` in words, after its name and state."""
     if b["last_beat_at"] is None:
         return b["serves"]
-    return (f"last beat {b['last_beat_at']}, last event {b['last_event_at'] or 'none yet'}, "
+    return (f"last beat {when(b['last_beat_at'])}, last event "
+            f"{when(b['last_event_at']) or 'none yet'}, "
             f"{b['backlog']} waiting, {b['failed']} failed")
 
 

@@ -135,18 +135,54 @@ def test_default_database_lives_under_xdg_data_home(tmp_path):
 
 
 
-def test_why_says_each_reason_in_a_sentence(cli):
-    import json
-
+def listening_lobby(cli, *posts: tuple[str, str]) -> None:
+    """bot in lobby, listening for mentions only, the poller's first cycle at 12:00, ada's
+    *posts* (when, text), a cycle at 12:05."""
     cli("mood", "add", "lobby")
     cli("person", "add", "ada", "--trust", "full")
     cli("agent", "add", "bot", "--command", "cat")
     cli("set", "listening", "mentions", "--mood", "lobby")
     cli("tick", "--now", "2026-11-30T12:00:00Z")
-    cli("post", "lobby", "--as", "ada", "--at", "2026-11-30T12:00:01Z", "nice weather")
+    for at, said in posts:
+        cli("post", "lobby", "--as", "ada", "--at", at, said)
     cli("tick", "--now", "2026-11-30T12:05:00Z")
+
+
+def test_why_says_each_reason_in_a_sentence(cli):
+    import json
+
+    listening_lobby(cli, ("2026-11-30T12:00:01Z", "nice weather"))
     out = cli("why", "--mood", "lobby", "--agent", "bot").out
     assert ("skipped:listening-mentions" in out
             and "it listens only for mentions here, and this was not one" in out), out
     said = json.loads(cli("why", "--mood", "lobby", "--agent", "bot", "--json").out)
     assert said["decisions"]["consider"]["sentence"].startswith("it listens only for mentions")
+
+
+ISO_TIME = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}"  # the machine's shape: --json keeps it
+
+
+def test_every_time_a_person_reads_is_one_shape_with_its_zone(cli):
+    """why, status, posts, wakes, search and set print 2026-11-30 12:05 UTC; --json ISO."""
+    import re
+
+    listening_lobby(cli, ("2026-11-30T12:00:01.588106Z", "nice weather"),
+                    ("2026-11-30T12:01:00Z", "@bot hello"))
+    outs = {
+        "why": cli("why", "bot", "lobby", "--now", "2026-11-30T12:06:00Z").out,
+        "status": cli("status", "--now", "2026-11-30T12:06:00Z").out,
+        "posts": cli("posts", "lobby").out,
+        "wakes": cli("wakes").out,
+        "search": cli("search", "weather").out,
+        "set": cli("set", "listening", "off", "--mood", "lobby",
+                   "--until", "2099-01-01T00:00:00Z").out,
+    }
+    for name, out in outs.items():
+        assert not re.search(ISO_TIME, out), (name, out)
+    assert "at 2026-11-30 12:05 UTC" in outs["why"], outs["why"]
+    assert "#1 [ada, 2026-11-30 12:00 UTC] nice weather" in outs["posts"]
+    assert "2026-11-30 12:05 UTC" in outs["wakes"]
+    assert "[ada, 2026-11-30 12:00 UTC]" in outs["search"]
+    assert outs["set"].strip().endswith("until 2099-01-01 00:00 UTC")
+    said = json.loads(cli("why", "bot", "lobby", "--json").out)
+    assert re.fullmatch(ISO_TIME + r".*Z", said["decisions"]["mention"]["at"])

@@ -94,7 +94,7 @@ def test_the_filters_mood_sender_time_and_limit(world):
     assert found(world, "kettle", "--until", at(2)) == [a]  # before
     assert len(found(world, "kettle", "--limit", "2")) == 2
     text = world("search", "kettle", "--mood", "attic").out
-    assert text == f"#{b} attic [bob, 2026-03-02 09:02] a «kettle» up here\n"
+    assert text == f"#{b} attic [bob, 2026-03-02 09:02 UTC] a «kettle» up here\n"
 
 
 def test_every_kind_of_post_but_silence_is_found(world):
