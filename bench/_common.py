@@ -212,3 +212,82 @@ def settle(store: Store, wake_ids: Iterable[int], now: dt.datetime, reply: str =
     for wake_id in wake_ids:
         if turns.claim(store, wake_id, now, os.getpid()) is not None:
             settling.settle_outcome(store, wake_id, wakers.TurnResult("replied", reply=reply), now)
+
+
+# -- statements: what a piece of work says to the database ----------------------------------
+
+
+class Statements:
+    """Counts the round trips every engine of this process makes to its database, from
+    SQLAlchemy's engine and pool events (attached to the classes: every engine counts).
+
+    ``sql``: statements the cursor executes (an ``executemany`` is one; SQLite's
+    explicit ``BEGIN`` is one of them); ``begin``: PostgreSQL's ``BEGIN``, which the
+    driver sends before a transaction's first statement; ``end``: ``COMMIT`` and
+    ``ROLLBACK``; ``ping``: the pre-ping of a pool that pings at every checkout.
+    """
+
+    KINDS = ("sql", "begin", "end", "ping")
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(self.KINDS, 0)
+        self.on = False
+
+    def _sql(self, *_args) -> None:
+        self.counts["sql"] += 1
+
+    def _begin(self, conn) -> None:
+        if conn.dialect.name != "sqlite":  # SQLite's BEGIN is a statement counted as sql
+            self.counts["begin"] += 1
+
+    def _end(self, *_args) -> None:
+        self.counts["end"] += 1
+
+    def _checkout(self, _dbapi_conn, _record, proxy) -> None:
+        if getattr(proxy._pool, "_pre_ping", False):
+            self.counts["ping"] += 1
+
+    def _events(self):
+        import sqlalchemy as sa
+        from sqlalchemy.pool import Pool
+
+        return [(sa.engine.Engine, "before_cursor_execute", self._sql),
+                (sa.engine.Engine, "begin", self._begin),
+                (sa.engine.Engine, "commit", self._end),
+                (sa.engine.Engine, "rollback", self._end),
+                (Pool, "checkout", self._checkout)]
+
+    def start(self) -> "Statements":
+        import sqlalchemy as sa
+
+        if not self.on:
+            for target, name, fn in self._events():
+                sa.event.listen(target, name, fn)
+            self.on = True
+        return self
+
+    def stop(self) -> None:
+        import sqlalchemy as sa
+
+        if self.on:
+            for target, name, fn in self._events():
+                sa.event.remove(target, name, fn)
+            self.on = False
+
+    def __enter__(self) -> "Statements":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def per(self, n: int, what: str) -> str:
+        """``10.9 statements per post (SQL 6.2, BEGIN 1.0, COMMIT/ROLLBACK 2.2, pre-ping 1.5)``."""
+        if not n:
+            return f"no {what}s"
+        names = {"sql": "SQL", "begin": "BEGIN", "end": "COMMIT/ROLLBACK", "ping": "pre-ping"}
+        parts = ", ".join(f"{names[k]} {self.counts[k] / n:.2f}" for k in self.KINDS if self.counts[k])
+        return f"{self.total / n:.2f} statements per {what} ({parts})"

@@ -4,7 +4,13 @@ Three parts (``--part``, default all):
 
 * ``throughput`` — posts/s through ``POST /api/v1/moods/{slug}/posts`` from 20
   concurrent clients (20 people, one token each, the rate limit off), plain
-  ``serve`` with no poller.  Target on PostgreSQL: >= 1,000 posts/s.
+  ``serve`` with no poller; then, in the same run and on the same database, the
+  floor: the same posts sent to a minimal Starlette app doing one INSERT per
+  request (``bench/_floor_api.py``: SQLite in a thread pool, PostgreSQL on a
+  pool of async psycopg connections).  Prints ours, the floor and the ratio
+  (posts/s; server CPU per post; with ``--pg`` the database server's CPU per
+  post too) and the statements ``serve`` made per post, counted with SQLAlchemy
+  engine events (``_common.Statements``).  Target: ours >= 0.5x the floor.
 * ``latency`` — from sending an API post that mentions an agent to the agent
   reading its wake on stdin (the agent prints that instant: see
   ``bench/latency.py``), p50/p99 over 200 mentions at 2/s across 50 Moods
@@ -17,7 +23,8 @@ Three parts (``--part``, default all):
 Each figure comes with the CPU time of the server process(es), the wall time
 and the machine.  ``--db URL`` runs on that database; ``--pg`` starts a
 throwaway PostgreSQL (``tests/support/pg.py``) for the run.  Run:
-``python bench/api.py [--quick] [--part P] [--db URL | --pg]``.
+``python bench/api.py [--quick] [--part P] [--db URL | --pg]``.  The last line
+is ``ours/floor ratio: X`` (posts/s, on the database the throughput part ran on).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,20 +47,38 @@ import latency  # bench/latency.py: the echoing agent, reading its replies, /pro
 
 CLIENTS = 20
 STREAMS = 200
-TARGETS = {"throughput": 1000.0, "in-process": 0.25, "across": 1.0, "memory": 150.0}
+TARGETS = {"ratio": 0.5, "in-process": 0.25, "across": 1.0, "memory": 150.0}
 
 
-def serve(url: str, *args: str) -> tuple[subprocess.Popen, str]:
-    """``mood-poller serve --port 0 ARGS`` on *url*, once it listens: (process, base URL)."""
+def serve(url: str, *args: str, statements: str | None = None) -> tuple[subprocess.Popen, str]:
+    """``mood-poller serve --port 0 ARGS`` on *url*, once it listens: (process, base URL).
+    With *statements*, every statement it makes is counted and the counts written there
+    as it exits (``bench/_counted_serve.py``)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), MOOD_POLLER_DB=url)
     env.pop("MOOD_POLLER_CONFIG", None)
-    proc = subprocess.Popen([sys.executable, "-m", "poller", "serve", "--port", "0", "--json",
-                             "--posts-per-minute", "0", *args], env=env, cwd=REPO,
+    how = [sys.executable, "-m", "poller"]
+    if statements:
+        env.update(BENCH_STATEMENTS=statements, PYTHONPATH=f"{REPO / 'bench'}:{REPO}")
+        how = [sys.executable, str(REPO / "bench" / "_counted_serve.py")]
+    proc = subprocess.Popen(how + ["serve", "--port", "0", "--json", "--posts-per-minute", "0",
+                                   *args], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return proc, listening(proc)
+
+
+def floor_server(url: str) -> tuple[subprocess.Popen, str]:
+    """The floor (``bench/_floor_api.py``: a minimal Starlette app, one INSERT a request)."""
+    proc = subprocess.Popen([sys.executable, str(REPO / "bench" / "_floor_api.py"), url],
+                            env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return proc, listening(proc)
+
+
+def listening(proc: subprocess.Popen) -> str:
     line = proc.stdout.readline()
     if not line:
-        raise SystemExit(f"serve exited {proc.wait()}")
-    return proc, json.loads(line)["url"].rstrip("/")
+        raise SystemExit(f"{' '.join(proc.args[:3])} exited {proc.wait()}")
+    return json.loads(line)["url"].rstrip("/")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -79,45 +105,104 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
 # -- throughput ----------------------------------------------------------------------------------
 
 
-def throughput(args) -> None:
+class Database:
+    """CPU seconds of a throwaway PostgreSQL server (``--pg``): its postmaster, the
+    backends it has reaped and those still running."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+
+    def cpu(self) -> float | None:
+        if self.server is None:
+            return None
+        pid = int(Path(self.server.datadir, "postmaster.pid").read_text().split()[0])
+        tck = os.sysconf("SC_CLK_TCK")
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total = sum(int(f) for f in fields[11:15]) / tck  # utime stime cutime cstime
+        for child in Path("/proc").iterdir():
+            if child.name.isdigit():
+                try:
+                    f = (child / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(f[1]) == pid:
+                    total += (int(f[11]) + int(f[12])) / tck
+        return total
+
+
+def send_posts(base: str, tokens: dict[str, str], slugs: list[str], per_client: int
+               ) -> tuple[float, int]:
+    """Every person posts *per_client* posts at once, each from its own client thread:
+    (wall seconds, posts refused)."""
     import httpx
 
+    failures = []
+
+    def client(person: str, i: int) -> None:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {tokens[person]}"},
+                          timeout=60) as c:
+            for n in range(per_client):
+                r = c.post(f"/api/v1/moods/{slugs[(i + n) % len(slugs)]}/posts",
+                           json={"text": _common.CHATTER[n % len(_common.CHATTER)]})
+                if r.status_code != 201:
+                    failures.append(r.status_code)
+
+    threads = [threading.Thread(target=client, args=(p, i)) for i, p in enumerate(tokens)]
+    with _common.Timed() as t:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    return t.wall, len(failures)
+
+
+def run_server(start, base_args: tuple, db: Database, tokens, slugs, per_client) -> dict:
+    proc, base = start(*base_args)
+    try:
+        cpu0, db0 = latency.cpu_of(proc.pid), db.cpu()
+        wall, refused = send_posts(base, tokens, slugs, per_client)
+        cpu, db1 = latency.cpu_of(proc.pid) - cpu0, db.cpu()
+    finally:
+        stop(proc)
+    total = len(tokens) * per_client
+    return dict(rate=total / wall, wall=wall, refused=refused, cpu=cpu / total,
+                db=None if db0 is None else (db1 - db0) / total, total=total)
+
+
+def throughput(args) -> float:
+    """Ours against the floor, one after the other on the same database; ours/floor posts/s."""
     url, store, _ = _common.database(args.db)
     people = [f"p{i:02d}" for i in range(CLIENTS)]
     slugs = _common.build_world(store, 50, [], people)
     tokens = tokens_for(store, people)
     per_client = 25 if args.quick else 250
-    proc, base = serve(url)
-    try:
-        cpu0 = latency.cpu_of(proc.pid)
-        failures = []
-
-        def client(person: str, i: int) -> None:
-            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {tokens[person]}"},
-                              timeout=60) as c:
-                for n in range(per_client):
-                    r = c.post(f"/api/v1/moods/{slugs[(i + n) % len(slugs)]}/posts",
-                               json={"text": _common.CHATTER[n % len(_common.CHATTER)]})
-                    if r.status_code != 201:
-                        failures.append(r.status_code)
-
-        threads = [threading.Thread(target=client, args=(p, i)) for i, p in enumerate(people)]
-        with _common.Timed() as t:
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
-        cpu = latency.cpu_of(proc.pid) - cpu0
-    finally:
-        stop(proc)
-    total = CLIENTS * per_client
-    rate = total / t.wall
-    verdict = "met" if rate >= TARGETS["throughput"] else "MISSED"
-    print(f"throughput, {store.dialect}: {total} posts from {CLIENTS} concurrent clients in "
-          f"{t.wall:.2f} s wall = {rate:,.0f} posts/s ({len(failures)} refused); serve's CPU "
-          f"{cpu:.2f} s = {cpu / total * 1000:.2f} ms per post; the clients' CPU (this process) "
-          f"{t.cpu:.2f} s (target on PostgreSQL >= {TARGETS['throughput']:,.0f}/s: {verdict})")
+    db = Database(getattr(args, "server", None))
+    counts = Path(tempfile.mkdtemp(prefix="mood-poller-bench-")) / "statements.json"
+    ours = run_server(lambda: serve(url, statements=str(counts)), (), db, tokens, slugs, per_client)
+    statements = _common.Statements()
+    statements.counts.update(json.loads(counts.read_text()))
+    floor = run_server(floor_server, (url,), db, tokens, slugs, per_client)
+    dialect = store.dialect
     store.engine.dispose()
+
+    def line(name: str, r: dict) -> str:
+        database = "" if r["db"] is None else f" + database {r['db'] * 1000:.2f} ms"
+        return (f"  {name}: {r['total']} posts in {r['wall']:.2f} s wall = {r['rate']:,.0f} posts/s "
+                f"({r['refused']} refused); server CPU {r['cpu'] * 1000:.2f} ms per post{database}")
+
+    ratio = ours["rate"] / floor["rate"]
+    verdict = "met" if ratio >= TARGETS["ratio"] else "MISSED"
+    print(f"throughput, {dialect}, {CLIENTS} concurrent clients, {per_client} posts each, "
+          f"the rate limit off; {_common.load()}")
+    print(line("ours (serve)", ours))
+    print(line("floor (minimal Starlette app, one INSERT a request)", floor))
+    print(f"  ours/floor: posts/s {ratio:.2f} (target >= {TARGETS['ratio']:g}: {verdict}); "
+          f"server CPU per post {ours['cpu'] / floor['cpu']:.2f}x the floor's"
+          + ("" if ours["db"] is None else
+             f"; database CPU per post {ours['db'] / floor['db']:.2f}x the floor's"))
+    print(f"  ours: {statements.per(ours['total'], 'post')} (every statement serve made in the "
+          f"run, start-up included); the floor: 1 (one INSERT, autocommit or one commit)")
+    return ratio
 
 
 # -- latency --------------------------------------------------------------------------------------
@@ -243,14 +328,16 @@ def main() -> None:
     p.add_argument("--part", choices=["all", "throughput", "latency", "memory"], default="all")
     p.add_argument("--pg", action="store_true", help="Start a throwaway PostgreSQL for the run.")
     args = p.parse_args()
-    print(_common.facts())
+    print(_common.header())
     server = None
     if args.pg:
         sys.path.insert(0, str(REPO / "tests"))
         from support import pg
 
         server = pg.start()
+    args.server = server
     fresh = server.new_database if server else (lambda: args.db)
+    ratio = None
     try:
         parts = ["throughput", "latency", "memory"] if args.part == "all" else [args.part]
         for part in parts:
@@ -258,12 +345,17 @@ def main() -> None:
                 for mode in ("in-process", "across"):
                     args.db = fresh()
                     post_to_agent(args, mode)
+            elif part == "throughput":
+                args.db = fresh()
+                ratio = throughput(args)
             else:
                 args.db = fresh()
-                {"throughput": throughput, "memory": memory}[part](args)
+                memory(args)
     finally:
         if server is not None:
             server.stop()
+    if ratio is not None:
+        print(f"ours/floor ratio: {ratio:.2f}")
 
 
 if __name__ == "__main__":

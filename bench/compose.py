@@ -24,6 +24,16 @@ database (gather + record) and the rest (fitting, escaping, the digest).
 Then the fill: the same Mood composed at larger ``catch_up_tokens`` budgets
 (what share of the budget the catch-up uses).
 
+The floor, in the same run, after each of our wakes: what writing a wake
+from the same Mood costs with nothing in between, on a bare driver connection:
+one SELECT of the newest ``reads.HISTORY_POSTS`` posts with their senders'
+handles, their lines joined into one text, one INSERT of the wake and one of
+the post it answers (into ``floor_wakes``, ``floor_wake_posts``) and a commit.
+It reads no optional lines, fits no budget and checks nothing, so it is a
+floor, not a rival.  Ours, the floor and the ratio (CPU), and the statements
+of each cycle per wake (and of gather alone), counted with SQLAlchemy engine
+events (``_common.Statements``).
+
 Target: median <= 5 ms CPU for gather + compose + record on the 5,000-post
 Mood at a 10,000-token budget, with the catch-up 95-100 % full.
 Run: ``python bench/compose.py [--quick] [--db URL]``.
@@ -118,7 +128,19 @@ class Probe:
     def __init__(self) -> None:
         self.steps = {name: Clock() for name in ("gather", "compose", "record")}
         self.tokenise, self.render = Clock(), Clock()
+        self.statements = _common.Statements().start()
+        self.gather_statements = 0
         wrap(drafts, "gather", self.steps["gather"])
+        gather = drafts.gather
+
+        def counted(*args, **kwargs):
+            before = self.statements.total
+            try:
+                return gather(*args, **kwargs)
+            finally:
+                self.gather_statements += self.statements.total - before
+
+        drafts.gather = counted
         wrap(drafts, "compose_text", self.steps["compose"])
         for name in ("count", "count_many", "clip"):
             wrap(tokens.Counter, name, self.tokenise)
@@ -149,6 +171,7 @@ class Probe:
 
     def close(self) -> None:
         sa.event.remove(sa.orm.Session, "after_commit", self._committed)
+        self.statements.stop()
 
 
 def build(args):
@@ -171,26 +194,74 @@ def mention(store, slug: str, agent: str, at: dt.datetime) -> None:
     store.add_post(slug, "alice", f"@{agent} can you summarise where we are?", at)
 
 
+def floor_tables(store) -> None:
+    key = "INTEGER PRIMARY KEY" if store.dialect == "sqlite" else "BIGSERIAL PRIMARY KEY"
+    with store.engine.begin() as c:
+        for table in ("floor_wakes", "floor_wake_posts"):
+            c.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+        c.exec_driver_sql(f"CREATE TABLE floor_wakes (id {key}, agent_id INTEGER, mood_id INTEGER, "
+                          "text TEXT, created_at TEXT)")
+        c.exec_driver_sql("CREATE TABLE floor_wake_posts (wake_id BIGINT, post_id BIGINT)")
+
+
+def floor_wake(store, slug: str, agent: str, at: dt.datetime) -> float:
+    """The floor: the newest posts of the Mood read, joined into a text and written as a
+    wake with the post it answers, then committed, on a bare driver connection.
+    CPU seconds of that (the ids it needs are looked up first, outside the timing)."""
+    with store.engine.connect() as c:
+        mood_id = c.exec_driver_sql(f"SELECT id FROM moods WHERE slug = '{slug}'").scalar()
+        agent_id = c.exec_driver_sql(
+            f"SELECT id FROM participants WHERE handle_key = '{agent}'").scalar()
+    m = "?" if store.dialect == "sqlite" else "%s"
+    returning = "" if store.dialect == "sqlite" else " RETURNING id"
+    raw = store.engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        with _common.Timed() as t:
+            cur.execute("SELECT p.id, s.handle, p.text FROM posts p JOIN participants s "
+                        f"ON s.id = p.sender_id WHERE p.mood_id = {m} ORDER BY p.id DESC "
+                        f"LIMIT {reads.HISTORY_POSTS}", (mood_id,))
+            rows = cur.fetchall()
+            text = "\n".join(f"[{handle}] {body}" for _, handle, body in reversed(rows))
+            cur.execute(f"INSERT INTO floor_wakes (agent_id, mood_id, text, created_at) "
+                        f"VALUES ({m}, {m}, {m}, {m}){returning}",
+                        (agent_id, mood_id, text, at.isoformat()))
+            wake_id = cur.lastrowid if store.dialect == "sqlite" else cur.fetchone()[0]
+            cur.execute(f"INSERT INTO floor_wake_posts (wake_id, post_id) VALUES ({m}, {m})",
+                        (wake_id, rows[0][0]))
+            raw.commit()
+        cur.close()
+    finally:
+        raw.close()
+    return t.cpu
+
+
 def timed_runs(store, cfg, slug, agents, runs):
     poller = loop.Poller(store, cfg, launcher=_common.ListLauncher())
     poller.tick(T0)  # the first cycle: listening from now, the 5,000 posts are history
+    floor_tables(store)
     probe = Probe()
-    samples = []
+    samples, floors, cycle_statements, gather_statements = [], [], [], []
     now = T0
     for i in range(runs + 1):  # the first run is the cold one: nothing remembered yet
         now += dt.timedelta(seconds=30)
         mention(store, slug, agents[i], now)
         probe.take()
+        before, probe.gather_statements = probe.statements.total, 0
         wakes = poller.tick(now).wakes
         if len(wakes) != 1:
             raise SystemExit(f"run {i}: expected one wake, the cycle recorded {len(wakes)}")
         samples.append(probe.take())
+        cycle_statements.append(probe.statements.total - before)
+        gather_statements.append(probe.gather_statements)
+        floors.append(floor_wake(store, slug, agents[i], now))
     probe.close()
     poller.release()
-    return samples[0], samples[1:]
+    return samples[0], samples[1:], dict(floor=floors[1:], cycle=cycle_statements[1:],
+                                         gather=gather_statements[1:])
 
 
-def report(cold, samples, store) -> None:
+def report(cold, samples, extra, store) -> None:
     def med(values):
         return statistics.median(values) * 1000
 
@@ -225,6 +296,12 @@ def report(cold, samples, store) -> None:
     exact = store.counter.count(w.text)
     print(f"last wake: {w.prompt_tokens:,} tokens ({'exact' if exact == w.prompt_tokens else f'RECOUNT {exact:,}'}),"
           f" {len(w.text):,} characters")
+    floor = med(extra["floor"])
+    print(f"ours (gather + compose + record) {cpu:.2f} ms CPU; floor (one SELECT of the newest "
+          f"{reads.HISTORY_POSTS} posts, their lines joined, two INSERTs, a commit) {floor:.3f} ms "
+          f"CPU; ratio {_common.ratio(cpu, floor):.1f}x; {_common.load()}")
+    print(f"statements per wake: the whole cycle {statistics.median(extra['cycle']):.0f} "
+          f"(gather {statistics.median(extra['gather']):.0f}); the floor 4")
 
 
 def fill(store, cfg, slug, agents) -> None:
@@ -259,7 +336,7 @@ def fill(store, cfg, slug, agents) -> None:
 def main() -> None:
     args = _common.parser(__doc__).parse_args()
     _common.quiet_logs()
-    print(_common.facts())
+    print(_common.header())
     store, cfg, slug, agents, runs = build(args)
     with store.reading() as s:
         n = s.scalar(sa.text("select count(*) from posts"))

@@ -18,7 +18,15 @@ of issue 13), mentions answered per second of cycle time (the old
 (target >= 2,000; bulk ingest is item 3).  Wall and CPU time (this process,
 every thread) are both printed, for each run and as the median of the runs
 (``--repeats``, 3 by default, each on a fresh database; ``--db URL`` is
-emptied before each).  Run: ``python bench/throughput.py [--quick] [--db URL]
+emptied before each).
+
+The floor, in the same run: after each cycle the wakes it recorded and the posts
+they answer are read back and written again, as plain multi-row INSERTs into
+empty copies of their tables (``floor_wakes``, ``floor_wake_posts``) and one
+commit on a bare driver connection; ours is the cycle's CPU per wake, the floor
+the writing's.  The statements of the cycles are counted with SQLAlchemy engine
+events (``_common.Statements``); the last line is ``statements per wake: X``
+(the median of the runs).  Run: ``python bench/throughput.py [--quick] [--db URL]
 [--repeats N]``.
 """
 
@@ -63,6 +71,52 @@ def answered(store) -> int:
         return s.scalar(sa.select(sa.func.count()).select_from(models.WakeAnswer)) or 0
 
 
+FLOOR_TABLES = (("wakes", "id"), ("wake_posts", "wake_id"))  # a wake and the posts it answers
+FLOOR_CHUNK = 500  # rows a statement
+
+
+def floor_tables(store) -> None:
+    """Empty copies of the tables a wake is written to (``floor_wakes``, ``floor_wake_posts``)."""
+    with store.engine.begin() as c:
+        for table, _ in FLOOR_TABLES:
+            c.exec_driver_sql(f"DROP TABLE IF EXISTS floor_{table}")
+            c.exec_driver_sql(f"CREATE TABLE floor_{table} AS SELECT * FROM {table} WHERE 1 = 0")
+
+
+def floor_write(store, after: int) -> tuple[float, int, int]:
+    """The floor: the wakes a cycle recorded (ids above *after*) and the posts they answer,
+    read back, then written again as plain multi-row INSERTs (one a table, per 500 rows)
+    and one commit on a bare driver connection.  (CPU seconds of the writing, wakes,
+    statements)."""
+    with store.engine.connect() as c:
+        rows = {table: [tuple(r) for r in c.exec_driver_sql(
+                    f"SELECT * FROM {table} WHERE {key} > {after} ORDER BY {key}")]
+                for table, key in FLOOR_TABLES}
+    raw = store.engine.raw_connection()
+    mark = "?" if store.dialect == "sqlite" else "%s"
+    statements = 1  # the commit
+    try:
+        cur = raw.cursor()
+        with _common.Timed() as t:
+            for table, _ in FLOOR_TABLES:
+                for i in range(0, len(rows[table]), FLOOR_CHUNK):
+                    chunk = rows[table][i:i + FLOOR_CHUNK]
+                    one = "(" + ", ".join([mark] * len(chunk[0])) + ")"
+                    cur.execute(f"INSERT INTO floor_{table} VALUES " + ", ".join([one] * len(chunk)),
+                                [v for row in chunk for v in row])
+                    statements += 1
+            raw.commit()
+        cur.close()
+    finally:
+        raw.close()
+    return t.cpu, len(rows["wakes"]), statements
+
+
+def newest_wake(store) -> int:
+    with store.reading() as s:
+        return s.scalar(sa.select(sa.func.coalesce(sa.func.max(models.Wake.id), 0)))
+
+
 def once(db: str | None, posts: int, moods: int) -> dict:
     """One run on a fresh database: ingest in slices, a real cycle after each slice."""
     url, store, cfg = _common.fresh_database(db)
@@ -72,8 +126,11 @@ def once(db: str | None, posts: int, moods: int) -> dict:
     launcher = _common.ListLauncher()
     poller = loop.Poller(store, cfg, launcher=launcher)
     poller.tick(T0)  # first run: cursors at 0, before any post
+    floor_tables(store)
+    statements = _common.Statements()
     items = make_posts(posts, slugs, T0 + dt.timedelta(seconds=1))
     out = dict(wall=0.0, cpu=0.0, ingest_wall=0.0, ingest_cpu=0.0, due=0, wakes=0, cycles=0,
+               floor_cpu=0.0, floor_wakes=0, floor_statements=0,
                mentions=sum(1 for it in items if it[2].startswith("@")))
     for k in range(0, posts, SLICE):
         with _common.Timed() as ti:
@@ -82,9 +139,14 @@ def once(db: str | None, posts: int, moods: int) -> dict:
         out["ingest_cpu"] += ti.cpu
         now = items[min(k + SLICE, posts) - 1][3] + dt.timedelta(seconds=1)
         launcher.started.clear()
-        with _common.Timed() as t:
+        before = newest_wake(store)
+        with statements, _common.Timed() as t:
             report = poller.tick(now)
         assert report.started and report.quarantined == 0, report
+        floor_cpu, floor_wakes, floor_statements = floor_write(store, before)
+        out["floor_cpu"] += floor_cpu
+        out["floor_wakes"] += floor_wakes
+        out["floor_statements"] += floor_statements
         out["wall"] += t.wall
         out["cpu"] += t.cpu
         out["due"] += report.due
@@ -93,6 +155,7 @@ def once(db: str | None, posts: int, moods: int) -> dict:
         _common.settle(store, launcher.started, now)  # the agents answer between cycles
     poller.release()
     out["answered"] = answered(store)
+    out["statements"] = statements
     store.engine.dispose()
     return out
 
@@ -102,7 +165,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3, help="Runs, each on a fresh database.")
     args = p.parse_args()
     _common.quiet_logs()
-    print(_common.facts())
+    print(_common.header())
     posts, moods = (5_000, 100) if args.quick else (POSTS, MOODS)
     print(f"database: {args.db.split('://')[0] if args.db else 'sqlite'}; {posts:,} posts, "
           f"{moods:,} Moods, {len(AGENTS)} agents, {len(PEOPLE)} people; {args.repeats} runs")
@@ -132,6 +195,18 @@ def main() -> None:
     print(f"mentions: median {m_cpu:,.0f} answered/s by CPU, "
           f"{_common.median(r['answered'] / r['wall'] for r in runs):,.0f} by wall "
           f"(target >= {MENTIONS_TARGET:,}: {verdict(m_cpu, MENTIONS_TARGET)})")
+    ours = _common.median(r["cpu"] / r["wakes"] for r in runs)
+    floor = _common.median(r["floor_cpu"] / r["floor_wakes"] for r in runs)
+    print(f"per wake: ours {ours * 1000:.2f} ms CPU of cycle (every step of the cycle, "
+          f"divided by its wakes); floor {floor * 1000:.3f} ms CPU (the same wakes and the posts "
+          f"they answer written as plain multi-row INSERTs + one commit a cycle); ratio "
+          f"{_common.ratio(ours, floor):,.0f}x; {_common.load()}")
+    best = min(runs, key=lambda r: r["statements"].total / r["wakes"])
+    print(f"ours: {best['statements'].per(best['wakes'], 'wake')} in the cycles (the lowest "
+          f"run); the floor: {best['floor_statements'] / best['floor_wakes']:.3f} "
+          f"({best['floor_statements']} for its {best['floor_wakes']:,} wakes)")
+    per_wake = _common.median(r["statements"].total / r["wakes"] for r in runs)
+    print(f"statements per wake: {per_wake:.2f}")
 
 
 if __name__ == "__main__":
