@@ -9,6 +9,7 @@ bound to the session (or, before signing in, to a pre-sign-in cookie).
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import Optional
 from urllib.parse import quote
@@ -43,10 +44,15 @@ def render(request: Request, name: str, status: int = 200, binding: Optional[str
     return HTMLResponse(view.ENV.get_template(name).render(**context), status_code=status)
 
 
+# "(see `mood-poller mood list`)": a hint for the command line, not for the page's reader.
+COMMAND_HINT = re.compile(r"\s*\((?:see |run )?`mood-poller [^`]*`[^)]*\)")
+
+
 def refused(request: Request, exc: auth.Refused) -> Response:
     if exc.status == 401 and request.method == "GET":
         return RedirectResponse(f"/signin?next={quote(request.url.path)}", status_code=303)
-    return render(request, "refused.html", status=exc.status, refusal=exc)
+    return render(request, "refused.html", status=exc.status, refusal=exc,
+                  detail=COMMAND_HINT.sub("", exc.detail))
 
 
 def routes(door) -> list[Route]:
@@ -267,7 +273,11 @@ def why_page(request, door, who, form) -> Response:
 def dials_page(request, door, who, form) -> Response:
     from wiki_rules import report
 
-    return render(request, "dials.html", dials=report.as_dict(door.dials.status(door.clock())))
+    dials = report.as_dict(door.dials.status(door.clock()))
+    # No wiki is the default set-up, not a fault: said as a note; the rest are warnings.
+    notes = [w for w in dials["warnings"] if w == report.NO_WIKI_WARNING]
+    return render(request, "dials.html", dials=dials, notes=notes,
+                  warnings=[w for w in dials["warnings"] if w not in notes])
 
 
 def scram_form(request, door, who, form) -> Response:

@@ -7,6 +7,7 @@ screenshotted under the test's tmp dir and must log no console error."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
@@ -381,5 +382,74 @@ def test_an_agent_s_markdown_reply_reads_the_same_live_and_on_reload(browser, cl
         expect(page.locator(f"#post-{old}")).to_be_in_viewport()
         assert page.locator(f"#post-{old} .text").inner_text() == "the old plan"
         assert watched.errors == []
+    finally:
+        assert served.stop() == 0, served.log.read_text()
+
+
+def _contrast(fg: str, bg: str) -> float:
+    """WCAG contrast of two computed colours, ``rgb(r, g, b)``."""
+    def lum(css: str) -> float:
+        def ch(c: float) -> float:
+            c /= 255
+            return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+        r, g, b = (float(x) for x in re.findall(r"[\d.]+", css)[:3])
+        return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b)
+
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_the_agents_page_at_phone_width_in_the_dark(browser, cli, tmp_path):
+    """At 390 px: every column of the agents table is there (the table scrolls sideways in
+    its box, the page does not), each date on one line; money as $0.00; the buttons'
+    words readable in the dark scheme (4.5:1, as Chromium computes the colours); the
+    dials page's no-wiki line a note, not an alarm; a missing page names no command."""
+    cli("mood", "add", "lobby", "--title", "The lobby")
+    cli("person", "add", "otto", "--trust", "full", "--operator")
+    cli("agent", "add", "helper", "--command", agent_command(tmp_path, "reply"))
+    cli("tick")
+    cli("post", "lobby", "--as", "otto", "@helper status?")
+    cli("tick", "--wait")
+    token = cli("person", "token", "otto").out.strip()
+    served = webserver.serve_process(cli.db_url, tmp_path)
+    try:
+        watched = Watched(browser.new_context(viewport={"width": 390, "height": 844},
+                                              color_scheme="dark"), tmp_path)
+        page = watched.page
+        page.goto(f"{served.url}/signin#token={token}")
+        page.click("button:text('Sign in')")
+        page.wait_for_url(f"{served.url}/")
+        page.goto(f"{served.url}/ops/agents")
+        page.wait_for_selector("td:text('helper')")
+        heads = page.locator("table th")
+        assert heads.count() == 11
+        for i in range(heads.count()):
+            assert heads.nth(i).bounding_box()["width"] > 0  # no column hidden
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        box = page.locator(".scroll")
+        assert box.evaluate("b => b.scrollWidth > b.clientWidth")  # it scrolls, in its box
+        dates = page.locator("table td time")
+        assert dates.count() >= 2  # the last turn's and the latest decision's
+        for i in range(dates.count()):
+            assert dates.nth(i).evaluate("t => t.getClientRects().length") == 1, \
+                dates.nth(i).inner_text()
+            assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", dates.nth(i).inner_text())
+        spent = page.locator("table tbody tr").first.locator("td").last.inner_text()
+        assert re.fullmatch(r"\$\d+\.\d\d|<\$0\.01", spent), spent
+        watched.shot("agents-phone-dark")
+        for button in ("#scram button", "form.search button"):
+            fg, bg = page.locator(button).evaluate(
+                "b => [getComputedStyle(b).color, getComputedStyle(b).backgroundColor]")
+            assert _contrast(fg, bg) >= 4.5, (button, fg, bg)
+
+        page.goto(f"{served.url}/ops/dials")
+        note = page.locator("#dials-note")
+        assert "no wiki configured" in note.inner_text()
+        assert note.evaluate("n => getComputedStyle(n).fontWeight") == "400"
+        assert page.locator(".alarm").count() == 0
+        page.goto(f"{served.url}/m/nowhere")
+        shown = page.inner_text("#refusal")
+        assert "no Mood 'nowhere'" in shown and "mood-poller" not in shown
+        assert watched.errors == [] or all("404" in e for e in watched.errors), watched.errors
     finally:
         assert served.stop() == 0, served.log.read_text()

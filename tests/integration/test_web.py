@@ -280,3 +280,22 @@ def test_the_page_s_own_post_box_gets_the_post_s_li_back(served):
     assert li.startswith(f'<li class="post person" id="post-{r.json()["id"]}"')
     assert "<p>a <code>tiny</code> <em>note</em></p>" in li
     assert li in c.get("/m/lobby").text
+
+
+def test_a_missing_page_speaks_to_the_web_reader_not_the_command_line(served):
+    c = signed_in(served, served.person("ada"))
+    for path, said in [("/m/nowhere", "no Mood &#39;nowhere&#39;"), ("/no/such/page", "nothing at")]:
+        r = c.get(path)
+        shown = re.search(r'<p id="refusal">(.*?)</p>', r.text, re.S).group(1)
+        assert r.status_code == 404 and said in shown, shown
+        assert "mood-poller" not in shown and "`" not in shown
+        assert "it may have been removed, or the link is mistyped" in shown
+
+
+def test_no_wiki_is_a_note_on_the_dials_page_not_an_alarm(served):
+    from wiki_rules import report
+
+    op = signed_in(served, served.person("otto", "full", operator=True))
+    page = op.get("/ops/dials").text
+    assert f'<p class="note" id="dials-note">{report.NO_WIKI_WARNING}</p>' in page
+    assert 'class="alarm"' not in page
