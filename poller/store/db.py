@@ -30,6 +30,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000  # longer than any one write the loop makes, LLM
 # detector cannot see (the holder idle in its transaction) becomes an error the
 # loop retries, instead of a poller that no longer cycles or stops.
 PG_LOCK_TIMEOUT_MS = 60_000
+# A pooled PostgreSQL connection unused for this long is pinged before it is handed out
+# (servers and firewalls drop idle connections); one used more recently is not.
+PING_AFTER_IDLE_S = 5.0
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 VERSION_TABLE = "alembic_version"  # Alembic's default, where it records the schema's revision
 
@@ -74,12 +77,13 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         engine = _sqlite_engine(parsed, create)
     else:
         try:
-            engine = sa.create_engine(parsed, pool_pre_ping=True,
+            engine = sa.create_engine(parsed,
                                       connect_args={"connect_timeout": 10,
                                                     "options": f"-c lock_timeout={PG_LOCK_TIMEOUT_MS}"})
         except Exception as exc:  # missing driver, bad options
             reason = _missing_driver(parsed, exc) or _first_line(exc)
             raise errors.StoreError(f"cannot open database {where}: {mask_text(reason)}") from None
+        ping_when_idle(engine)
     try:
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
@@ -92,6 +96,33 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
             raise errors.StoreUnavailable(message) from None
         raise errors.StoreError(message) from None
     return engine
+
+
+def ping_when_idle(engine: Engine) -> None:
+    """Make *engine*'s pool ping a server connection before handing it out only if it
+    has lain unused for :data:`PING_AFTER_IDLE_S` or more, and replace it if the ping
+    fails.
+
+    A connection that was in use a moment ago is handed out as it is: a busy door
+    asks nothing of the server but its own statements (a ping at every checkout was
+    a round trip per request).  A connection the server dropped while it was in use
+    fails that use, and SQLAlchemy then replaces every connection of the pool made
+    before the failure, so the next use reconnects.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _idle_from(_dbapi_conn, record) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(dbapi_conn, record, _proxy) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_S:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except Exception as exc:
+            raise sa.exc.DisconnectionError(_first_line(exc)) from exc  # the pool reconnects
 
 
 def _first_line(exc: BaseException) -> str:
