@@ -73,13 +73,26 @@ class Item:
 # -- Writing items (inside the caller's transaction) -------------------------------------
 
 
+# Every linked room and live webhook of some Moods: built once, as every post asks it.
+_TARGETS = sa.union_all(
+    sa.select(BridgeLink.local_id, BridgeLink.bridge, BridgeLink.external).where(
+        BridgeLink.kind == "mood", BridgeLink.local_id.in_(sa.bindparam("moods", expanding=True))),
+    sa.select(Webhook.mood_id, sa.literal(Bridge.WEBHOOK.value), sa.cast(Webhook.id, sa.String))
+    .where(Webhook.mood_id.in_(sa.bindparam("moods", expanding=True)),
+           Webhook.removed_at.is_(None)))
+
+
 def targets(s: Session, mood_id: int) -> list[tuple[str, str]]:
     """Where a Mood's items go: ``(bridge, target)`` for its linked room and its webhooks."""
-    rooms = sa.select(BridgeLink.bridge, BridgeLink.external).where(
-        BridgeLink.kind == "mood", BridgeLink.local_id == mood_id)
-    hooks = sa.select(sa.literal(Bridge.WEBHOOK.value), sa.cast(Webhook.id, sa.String)).where(
-        Webhook.mood_id == mood_id, Webhook.removed_at.is_(None))
-    return [(b, t) for b, t in s.execute(rooms.union_all(hooks))]
+    return targets_of(s, [mood_id])[mood_id]
+
+
+def targets_of(s: Session, mood_ids: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
+    """:func:`targets` of each of *mood_ids*, in one statement."""
+    out: dict[int, list[tuple[str, str]]] = {m: [] for m in mood_ids}
+    for mood_id, bridge, target in s.execute(_TARGETS, {"moods": list(out)}):
+        out[mood_id].append((bridge, target))
+    return out
 
 
 def post_event(kind: str, sender_kind: str) -> Optional[str]:
@@ -109,8 +122,8 @@ class Posted(NamedTuple):
 
 def enqueue_posts(s: Session, posts: Sequence[Posted]) -> None:
     """The outbox items of posts just inserted, post by post in their order, in one insert
-    (each Mood's targets read once)."""
-    where = {m: targets(s, m) for m in dict.fromkeys(p.mood_id for p in posts)}
+    (the targets of all their Moods read in one statement)."""
+    where = targets_of(s, list(dict.fromkeys(p.mood_id for p in posts)))
     rows = [dict(bridge=bridge, target=target, mood_id=p.mood_id, post_id=p.id, event=event,
                  payload={}, status=OutboxStatus.PENDING, attempts=0, next_at=p.at,
                  last_error="", created_at=p.at)
