@@ -143,8 +143,13 @@ class Toolbox:
 
     def __init__(self, store, *, wake_id: int, agent_id: int, agent: str, mood_id: int, mood: str,
                  tools: str,  # "full" | "look"
-                 clock: Callable[[], dt.datetime], max_calls: int = MAX_CALLS):
+                 clock: Callable[[], dt.datetime], max_calls: int = MAX_CALLS,
+                 approve: tuple[str, ...] = (),
+                 ask: Optional[Callable[[str, dict], tuple[bool, str]]] = None):
         self.store = store
+        # Acting tools used only once a person approves (the ``approve_tools`` setting), and
+        # how to ask: ``ask(tool, args)`` -> (approved, why not).
+        self.approve, self.ask = tuple(approve), ask
         self.wake_id, self.agent_id, self.agent = wake_id, agent_id, agent
         self.mood_id, self.mood = mood_id, mood
         self.tools = Tools.FULL if tools == Tools.FULL else Tools.LOOK
@@ -215,6 +220,12 @@ class Toolbox:
         problem = check_args(tool.spec, args)
         if problem:
             return ERROR + one_line(problem)
+        if tool.spec.acting and tool.spec.name in self.approve:
+            if self.ask is None:
+                return ERROR + f"{tool.spec.name} needs a person's approval, which cannot be asked now"
+            approved, why = self.ask(tool.spec.name, dict(args or {}))
+            if not approved:
+                return ERROR + one_line(why)
         return tool.run(self, dict(args or {}))
 
     def _offered(self) -> str:

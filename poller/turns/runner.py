@@ -169,7 +169,7 @@ def mood_settings(store: Store, claimed: turns.Claimed, now: dt.datetime) -> dic
 
 
 TURN_KEYS = ("model", "effort", "rules", "persona", "session_tokens", "max_tool_calls",
-             "archive_after")
+             "archive_after", "approve_tools")
 
 
 def kept_history(claimed: turns.Claimed, here: dict, now: dt.datetime) -> tuple[Optional[str], str]:
@@ -211,6 +211,9 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
         session, history = kept_history(claimed, here, clock())
     toolbox = (toolbox_for(store, claimed, clock, here["max_tool_calls"])
                if able.calls_tools and here["max_tool_calls"] else None)
+    asks = toolbox is not None and bool(here["approve_tools"]) and claimed.tools == "full"
+    if asks:  # acting tools a person approves first: asked in the Mood, as Claude Code's are
+        ask_for_approval(store, claimed, clock, toolbox, here["approve_tools"])
     jail, refusal = jail_for(cfg, agent, claimed.tools)
     timeout = timeout_for(agent, claimed.tools, cfg.poller)
     tools_open = (open_tools(store, claimed, clock, timeout)
@@ -241,6 +244,8 @@ def run_turn(store: Store, cfg: Config, wake_id: int,
     finally:  # the turn's capability never outlives it
         if tools_open is not None:
             close_tools(store, claimed, tools_open[1], clock)
+        elif asks:
+            revoke_quietly(store, claimed, clock)
     if tools_open is not None:
         outcome = with_tool_blocks(store, claimed, outcome, clock)
     if progress is not None:
@@ -281,16 +286,38 @@ def open_tools(store: Store, claimed: turns.Claimed, clock, timeout: Optional[fl
 
 def close_tools(store: Store, claimed: turns.Claimed, door, clock) -> None:
     """The turn is over: its capability is revoked and its door closed."""
-    from poller.store import capabilities
-
     try:
         door.close()
     finally:
-        try:
-            capabilities.revoke(store, claimed.wake_id, clock())
-        except Exception:  # the capability still dies with the wake's running state
-            log.warning("turn %s: its capability could not be revoked", claimed.wake_id,
-                        extra={"action": "revoke_failed", "wake_id": claimed.wake_id})
+        revoke_quietly(store, claimed, clock)
+
+
+def revoke_quietly(store: Store, claimed: turns.Claimed, clock) -> None:
+    from poller.store import capabilities
+
+    try:
+        capabilities.revoke(store, claimed.wake_id, clock())
+    except Exception:  # the capability still dies with the wake's running state
+        log.warning("turn %s: its capability could not be revoked", claimed.wake_id,
+                    extra={"action": "revoke_failed", "wake_id": claimed.wake_id})
+
+
+def ask_for_approval(store: Store, claimed: turns.Claimed, clock, box, names: str) -> None:
+    """A model agent's acting tools named in ``approve_tools`` wait for a person's approval,
+    asked in the Mood with the turn's own capability (revoked at its end)."""
+    from poller.store import capabilities
+    from poller.toolserver import approvals
+
+    secret = capabilities.mint(store, claimed.wake_id, claimed.tools, clock(),
+                               dt.timedelta(seconds=TOOLS_LAST_S))
+    cap, _ = capabilities.find(store, secret, clock())
+
+    def ask(tool: str, args: dict) -> tuple[bool, str]:
+        decided = approvals.request(store, cap, secret, tool, args, clock=clock)
+        said = approvals.outcome(decided, args)
+        return said["behavior"] == "allow", said.get("message", "")
+
+    box.approve, box.ask = tuple(n for n in names.split(",") if n), ask
 
 
 def with_tool_blocks(store: Store, claimed: turns.Claimed, outcome: wakers.TurnResult,

@@ -129,6 +129,44 @@ def test_an_acting_tool_is_applied_as_its_reply_block(room):
         assert a["agent"] == "sage" and "overnight build" in a["note"]
 
 
+def test_an_acting_tool_named_in_approve_tools_waits_for_a_persons_approval(room):
+    from support.waiting import wait_for
+
+    c = room
+    c("set", "approve_tools", "set_alarm, handoff")
+    alarm = {"daily": "09:00", "tz": "Europe/Berlin", "note": "look at the overnight build"}
+    with OpenAIServer([Call((("set_alarm", alarm),)), Say("Asked, and set."),
+                       Call((("set_alarm", alarm),)), Say("Not set, then.")]) as server:
+        add_sage(c, server)
+        c("post", "lobby", "--as", "ada", "--at", at(10), "@sage remind yourself each morning")
+        c("tick", "--now", at(11))  # the turn runs on while it waits
+        (asked,) = wait_for(lambda: json.loads(c("approvals", "--json").out),
+                            what="the approval request")
+        assert (asked["agent"], asked["tool"]) == ("sage", "set_alarm")
+        assert "overnight build" in asked["input"] and "asks to use set_alarm" in last_post(c)["text"]
+        refused = c.fails("approve", str(asked["id"]), "--by", "bob")  # trust look: may not
+        assert "trust look" in refused.err
+        c("approve", str(asked["id"]), "--by", "ada")
+        wait_for(lambda: json.loads(c("wakes", "--json").out)[0]["status"] == "replied",
+                 what="the turn's end")
+        (a,) = json.loads(c("alarm", "list", "--json").out)
+        assert a["agent"] == "sage"
+        tool_msg = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"][0]
+        assert not tool_msg["content"].startswith("error")
+
+        # Denied: the model reads why, and nothing is set.
+        c("post", "lobby", "--as", "ada", "--at", at(100), "@sage again, please")
+        c("tick", "--now", at(101))
+        (asked,) = wait_for(lambda: json.loads(c("approvals", "--json").out),
+                            what="the second request")
+        c("deny", str(asked["id"]), "--reason", "one alarm is plenty")
+        wait_for(lambda: all(w["status"] == "replied" for w in json.loads(c("wakes", "--json").out)),
+                 what="the second turn's end")
+        tool_msg = [m for m in server.requests[3].body["messages"] if m["role"] == "tool"][-1]
+        assert "one alarm is plenty" in tool_msg["content"]
+        assert len(json.loads(c("alarm", "list", "--json").out)) == 1  # still only the first
+
+
 def test_the_second_wake_is_a_delta_and_carries_the_first_exchange(room):
     c = room
     with OpenAIServer([Say("First answer."), Say("Second answer.")]) as server:

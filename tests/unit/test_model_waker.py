@@ -129,7 +129,8 @@ def test_a_tool_call_runs_and_its_result_goes_back_before_the_answer(monkeypatch
         return said(f"Read it: {results['read_post']}")
 
     out = run_with(fn, turn(toolbox=box, on_progress=progress.append), monkeypatch)
-    assert box.calls == [("read_post", {"post_id": 7}), ("set_alarm", {"daily": "09:00"})]
+    # The model asked for both at once: they may run in either order.
+    assert sorted(box.calls) == [("read_post", {"post_id": 7}), ("set_alarm", {"daily": "09:00"})]
     assert out.reply.startswith("Read it: post 7: the build is green")
     assert out.reply.endswith("```alarm\ndaily: 09:00\ntz: UTC\n```")  # settled as a block
     assert progress[0] == "thinking…" and "using read_post" in progress and "using set_alarm" in progress
