@@ -239,13 +239,13 @@ class Meaning:
     """One Matrix event as the store takes it: a message, a join, an edit, a redaction,
     an invitation for one of our users, or nothing (None)."""
 
-    kind: str  # message | join | edit | redact | invite | typing
+    kind: str  # message | join | edit | redact | invite | typing | react
     event_id: str
     room: str
     sender: str
     message: Optional[Incoming] = None
     target: str = ""  # edit/redact: the event changed; invite: our user invited
-    body: str = ""  # edit: the new text
+    body: str = ""  # edit: the new text; react: the reaction's key (an emoji)
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ def _meaning(cfg: MatrixConfig, f: _Fields) -> Optional[Meaning]:
     if etype == "m.typing":  # an ephemeral event: who is typing in the room now
         people = [u for u in f.obj("content").ids("user_ids") if not ours(cfg, u)]
         return Meaning("typing", "", room, people[0]) if people and room else None
-    if etype not in ("m.room.member", "m.room.redaction", "m.room.message"):
+    if etype not in ("m.room.member", "m.room.redaction", "m.room.message", "m.reaction"):
         return None
     eid, sender, content = f.id("event_id"), f.user("sender"), f.obj("content")
     if not eid:
@@ -350,6 +350,12 @@ def _meaning(cfg: MatrixConfig, f: _Fields) -> Optional[Meaning]:
         return _member(cfg, f, eid, room, sender, content)
     if ours(cfg, sender):
         return None  # our own messages, echoed back
+    if etype == "m.reaction":  # an emoji on an event: ✅ / ❌ answer an approval notice
+        relates = content.obj("m.relates_to")
+        key, target = relates.text("key"), relates.id("event_id")
+        if relates.text("rel_type") != "m.annotation" or not key or not target:
+            return None
+        return Meaning("react", eid, room, sender, target=target, body=key[:32])
     if etype == "m.room.redaction":  # `redacts` moved into the content in room version 11
         target = f.id("redacts") or content.id("redacts")
         return Meaning("redact", eid, room, sender, target=target) if target else None

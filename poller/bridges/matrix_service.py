@@ -97,6 +97,8 @@ def _take(store, cfg: matrix.MatrixConfig, now, m: matrix.Meaning, bot: bool) ->
         bridges.redact(store, name, m.event_id, m.target, now)
     elif m.kind == "typing":
         bridges.typing(store, name, m.room, now)
+    elif m.kind == "react":
+        bridges.react(store, name, m.event_id, m.target, m.sender, m.body, now)
 
 
 class MatrixService:

@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session
 
 from poller import errors, text
 from poller.kinds import ParticipantKind, PostKind, Trust, WakeStatus
-from poller.models import (Agent, BridgeEvent, BridgeLink, Mood, OutboxItem, Owed, Participant,
-                           Post, SignIn, Wake, WakeAnswer, Webhook)
+from poller.models import (Agent, Approval, BridgeEvent, BridgeLink, Mood, OutboxItem, Owed,
+                           Participant, Post, SignIn, Wake, WakeAnswer, Webhook)
 from poller.store import core
 from poller.store.core import Store, check_new_mood, new_mood
 
@@ -314,6 +314,39 @@ def redact(store: Store, bridge: str, external_id: str, target: str, now: dt.dat
     still owed is owed no more."""
     return _change(store, bridge, external_id, target, None, REMOVED,
                    store.counter.count(REMOVED))
+
+
+APPROVE_KEYS = frozenset({"✅", "✔", "👍"})
+DENY_KEYS = frozenset({"❌", "✖", "👎"})
+
+
+def react(store: Store, bridge: str, external_id: str, target: str, reactor: str, key: str,
+          now: dt.datetime) -> Optional[int]:
+    """A reaction on a message the bridge sent: ✅ or ❌ on an approval notice answers the
+    request, as its reactor (a person with trust full; anyone else's is ignored).  The
+    approval's id, when one was decided."""
+    from poller.store import capabilities
+
+    key = key.replace("\ufe0f", "").strip()
+    approve = key in APPROVE_KEYS
+    if not approve and key not in DENY_KEYS:
+        return None
+    with store.writing() as s:
+        if seen(s, bridge, external_id):
+            return None
+        s.add(BridgeEvent(bridge=bridge, external_id=external_id, at=now))
+        post_id = s.scalar(sa.select(OutboxItem.post_id).where(
+            OutboxItem.bridge == bridge, OutboxItem.external_id == target))
+        person = s.scalar(sa.select(BridgeLink.local_id).where(
+            BridgeLink.bridge == bridge, BridgeLink.kind == "person",
+            BridgeLink.external == reactor))
+        approval = s.scalar(sa.select(Approval.id).where(Approval.notice_post_id == post_id,
+                                                         Approval.status == "pending")
+                            ) if post_id else None
+        if approval is None or person is None or capabilities.may_decide(s, person):
+            return None  # not a notice, not a person of ours, or not theirs to answer
+        capabilities.decide_in(s, approval, approve, now, person_id=person, via=bridge)
+        return approval
 
 
 def _change(store, bridge, external_id, target, editor, body, n_tokens) -> Optional[int]:

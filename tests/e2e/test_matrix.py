@@ -547,3 +547,60 @@ def test_an_agent_out_on_an_activity_shows_it_in_its_presence(bridged):
     assert shown["status_msg"].startswith("out for a creek walk, back about ")
     assert wait_for(lambda: bridged.said_by("helper"), what="its goodbye")[0]["content"][
         "body"].startswith("Off for a walk")
+
+
+def ask_approval(b: Bridged, tool: str = "Bash", command: str = "make deploy"):
+    """A turn of helper's in lobby, running, that asks to use *tool*: its notice is posted."""
+    import datetime as dt
+
+    from poller.models import Wake
+    from poller.store import capabilities, db
+    from poller.store.core import Store
+    from poller.toolserver import approvals
+    from poller import tokens
+
+    store = Store(db.make_engine(b.db), tokens.counter())
+    now = dt.datetime.now(dt.timezone.utc)
+    with store.writing() as s:
+        agent = store.agent("helper").id
+        mood = store.mood("lobby").id
+        w = Wake(agent_id=agent, mood_id=mood, kind="mention", tools="full", status="running",
+                 created_at=now, started_at=now, text="", host="here", error="")
+        s.add(w)
+        s.flush()
+        wake_id = w.id
+    secret = capabilities.mint(store, wake_id, "full", now, dt.timedelta(hours=1))
+    cap, _ = capabilities.find(store, secret, now)
+    shown = approvals.shown(tool, {"command": command})
+    asked = capabilities.ask(store, cap, tool, shown, approvals.notice(cap, tool, shown, 600), now)
+    store.engine.dispose()
+    return asked
+
+
+def react(user, room: str, event_id: str, key: str) -> str:
+    return user.send(room, {"m.relates_to": {"rel_type": "m.annotation", "event_id": event_id,
+                                             "key": key}}, etype="m.reaction")
+
+
+def test_a_check_mark_on_an_approval_notice_from_a_full_trust_person_approves_it(bridged):
+    bridged.setup()
+    bridged.start_bridge()
+    asked = ask_approval(bridged)
+    notice = wait_for(lambda: [e for e in bridged.said_by("helper")
+                               if "asks to use Bash" in e["content"]["body"]],
+                      what="the approval notice in the room")[0]
+    assert notice["content"]["msgtype"] == "m.notice" and "make deploy" in notice["content"]["body"]
+    # Someone the operators never added reacts first: ignored.
+    stranger = bridged.home.hs.register()
+    stranger.join(bridged.room)
+    react(stranger, bridged.room, notice["event_id"], "✅")
+    marker = bridged.person.send(bridged.room, {"msgtype": "m.text", "body": "looking at it"})
+    wait_for(lambda: any(p["text"] == "looking at it" for p in posts(bridged)),
+             what="a later message taken in")
+    state = lambda: json.loads(bridged.cli("approvals", "--wake", str(asked.wake_id),
+                                           "--json").out)[0]
+    assert state()["status"] == "pending" and marker
+    react(bridged.person, bridged.room, notice["event_id"], "✅\ufe0f")
+    done = wait_for(lambda: (s := state())["status"] != "pending" and s, what="the approval")
+    assert (done["status"], done["via"]) == ("approved", "matrix")
+    assert done["decided_by"] == bridged.person.user_id[1:].split(":")[0]
