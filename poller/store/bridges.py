@@ -345,7 +345,8 @@ def react(store: Store, bridge: str, external_id: str, target: str, reactor: str
                             ) if post_id else None
         if approval is None or person is None or capabilities.may_decide(s, person):
             return None  # not a notice, not a person of ours, or not theirs to answer
-        capabilities.decide_in(s, approval, approve, now, person_id=person, via=bridge)
+        capabilities.decide_in(s, store.counter, approval, approve, now, person_id=person,
+                               via=bridge)
         return approval
 
 

@@ -200,6 +200,15 @@ def by_notice(store: Store, post_id: int) -> Optional[ApprovalInfo]:
     return found[0] if found else None
 
 
+def by_notices(store: Store, post_ids) -> dict[int, ApprovalInfo]:
+    """The requests whose notices are among *post_ids*, by notice."""
+    ids = list(post_ids)
+    if not ids:
+        return {}
+    with store.reading() as s:
+        return {a.notice_post_id: a for a in _infos(s, Approval.notice_post_id.in_(ids))}
+
+
 def may_decide(s: Session, person_id: Optional[int]) -> str:
     """Why *person_id* may not decide an approval ("" when they may; None: an operator at
     the command line)."""
@@ -219,13 +228,14 @@ def decide(store: Store, approval_id: int, approve: bool, now: dt.datetime, *,
     """Approve or deny a pending request, once; refused with the reason when it is not
     pending any more or *person_id* may not decide it."""
     with store.writing() as s:
-        return decide_in(s, approval_id, approve, now, person_id=person_id, via=via,
-                         reason=reason)
+        return decide_in(s, store.counter, approval_id, approve, now, person_id=person_id,
+                         via=via, reason=reason)
 
 
-def decide_in(s: Session, approval_id: int, approve: bool, now: dt.datetime, *,
+def decide_in(s: Session, counter, approval_id: int, approve: bool, now: dt.datetime, *,
               person_id: Optional[int], via: str, reason: str = "") -> ApprovalInfo:
-    """:func:`decide` inside the caller's write transaction."""
+    """:func:`decide` inside the caller's write transaction; the decision is said in the
+    Mood (a system post: the page, the event stream and a bridged room show it)."""
     row = s.scalar(cycle.for_update(s, sa.select(Approval).where(Approval.id == approval_id)))
     if row is None:
         raise errors.NotFound(f"no approval {approval_id}")
@@ -239,7 +249,25 @@ def decide_in(s: Session, approval_id: int, approve: bool, now: dt.datetime, *,
     row.decided_at, row.decided_by, row.via = now, person_id, via
     row.reason = " ".join(reason.split())[:300]
     s.flush()
-    return _infos(s, Approval.id == row.id)[0]
+    decided = _infos(s, Approval.id == row.id)[0]
+    _tell_decision(s, counter, row, decided, now)
+    return decided
+
+
+def said(a: ApprovalInfo) -> str:
+    """How a decided request is told in the Mood."""
+    who = a.decided_by or "an operator"
+    why = f": {a.reason}" if a.reason else ""
+    return {"approved": f"Approval #{a.id} ({a.tool} for @{a.agent}): approved by {who}.",
+            "denied": f"Approval #{a.id} ({a.tool} for @{a.agent}): denied by {who}{why}.",
+            "timed_out": f"Approval #{a.id} ({a.tool} for @{a.agent}): nobody answered in "
+                         f"time, so it is denied."}.get(a.status, "")
+
+
+def _tell_decision(s: Session, counter, row: Approval, a: ApprovalInfo, now: dt.datetime) -> None:
+    body = said(a)
+    if body:
+        cycle.add_system_post(s, row.mood_id, row.agent_id, body, now, counter.count(body))
 
 
 def pending_for(s: Session, agent_id: int, mood_id: int) -> list[int]:
@@ -252,9 +280,11 @@ def pending_for(s: Session, agent_id: int, mood_id: int) -> list[int]:
 def time_out(store: Store, approval_id: int, now: dt.datetime) -> ApprovalInfo:
     """The wait ran out: a request still pending is denied as ``timed_out``."""
     with store.writing() as s:
-        s.execute(sa.update(Approval).where(Approval.id == approval_id,
-                                            Approval.status == "pending")
-                  .values(status="timed_out", decided_at=now, via="timeout"))
+        row = s.scalar(cycle.for_update(s, sa.select(Approval).where(Approval.id == approval_id)))
+        if row is not None and row.status == "pending":
+            row.status, row.decided_at, row.via = "timed_out", now, "timeout"
+            s.flush()
+            _tell_decision(s, store.counter, row, _infos(s, Approval.id == row.id)[0], now)
     return approval(store, approval_id)
 
 

@@ -66,7 +66,8 @@ class TurnCaller:
 
     @property
     def who(self) -> str:
-        return f"{self.cap.agent} in {self.cap.mood} (turn {self.cap.wake_id}, {self.cap.tools} tools)"
+        cap = self.cap
+        return f"{cap.agent} in {cap.mood} (turn {cap.wake_id}, {cap.tools} tools)"
 
     def specs(self) -> list[ToolSpec]:
         out = self.box.specs()

@@ -38,8 +38,8 @@ def carry_out(ctx, s, r, addressed: set[int], listeners: dict, now: dt.datetime)
             continue  # nothing to answer: it is conversation
         done.add(agent_id)
         try:
-            a = capabilities.decide_in(s, pending[0], answer.approve, now, person_id=r.sender_id,
-                                       via="post", reason=answer.reason)
+            a = capabilities.decide_in(s, ctx.counter, pending[0], answer.approve, now,
+                                       person_id=r.sender_id, via="post", reason=answer.reason)
         except errors.UserError as exc:
             note = f"Approval #{pending[0]} is still waiting: {exc}."
             cycle.add_system_post(s, r.mood_id, agent_id, note, now, ctx.counter.count(note))

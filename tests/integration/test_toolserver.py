@@ -192,6 +192,8 @@ def test_an_approval_in_the_mood_by_a_full_trust_person_lets_the_tool_run(room):
                                     "updatedInput": {"command": "ls -la /srv/project"}}
     (done,) = json.loads(room("approvals", "--wake", str(w["id"]), "--json").out)
     assert (done["status"], done["decided_by"], done["via"]) == ("approved", "ada", "post")
+    told = [p["text"] for p in posts(room) if p["kind"] == "system"]
+    assert f"Approval #{done['id']} (Bash for @claude): approved by ada." in told
     # The answers were commands, not conversation: no wake followed them.
     tick(room, 30)
     assert len(wakes(room)) == 1
@@ -218,6 +220,7 @@ def test_an_unanswered_request_is_denied_when_its_time_runs_out(room):
     (w,) = wakes(room)
     (done,) = json.loads(room("approvals", "--wake", str(w["id"]), "--json").out)
     assert done["status"] == "timed_out"
+    assert "nobody answered in time" in [p for p in posts(room) if p["kind"] == "system"][-1]["text"]
 
 
 def test_the_notice_never_shows_a_secret_from_the_environment(room, monkeypatch):
