@@ -168,8 +168,12 @@ def _events_endpoint(door: Door):
         slug = request.path_params["slug"]
 
         def check():
-            auth.require(door.caller(request), "read")
+            caller = door.caller(request)
+            who = auth.require(caller, "read")
             door.store.mood(slug)
+            # A notice asking for approval comes with its buttons for a reader who may
+            # answer it, the forms bound to the reader's session as the page's are.
+            return events.Reader(who, door.keys.csrf(caller.session) if caller.session else "")
 
         def still_allowed() -> bool:
             """Asked again before each batch: a revoked token or an ended session ends
@@ -180,8 +184,8 @@ def _events_endpoint(door: Door):
                 return False
             return True
 
-        await guarded(check)
-        return StreamingResponse(events.stream(door, slug, cursor, still_allowed),
+        reader = await guarded(check)
+        return StreamingResponse(events.stream(door, slug, cursor, still_allowed, reader),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

@@ -9,7 +9,8 @@ Events, each with ``id: POST_ID.WAKE_ID`` (how far the client has been told):
 
 - ``post`` — a post, a reply, a silent dot (``kind: silent``), a notice; its ``html``
   is the post as the web page shows it (the ``<li>`` a reload renders, markdown
-  rendered and sanitized), which the page adds as it comes;
+  rendered and sanitized), which the page adds as it comes; a notice asking for
+  approval comes with its Approve and Deny for a reader who may answer it;
 - ``turn_started`` / ``turn_ended`` — an agent at work here, and how it ended;
 - ``working`` — the turns in flight here now, each with its ``progress`` (what a
   Claude Code turn is doing: the tool it uses, the file it reads; names only),
@@ -25,13 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Optional
 
 from starlette.concurrency import run_in_threadpool
 
 from poller import errors, text
 from poller.kinds import IN_FLIGHT
-from poller.store import access
+from poller.store import access, capabilities
 from poller.text import iso
 from poller.web import view
 from poller.web.auth import Refused
@@ -157,8 +159,23 @@ def _turn(t: access.TurnRecord) -> dict:
             "since": iso(t.since), "finished_at": iso(t.finished_at), "progress": t.progress}
 
 
+@dataclass(frozen=True)
+class Reader:
+    """Who reads a stream, for the posts rendered for them: their identity, their CSRF token."""
+
+    who: Optional[access.Identity] = None
+    csrf: str = ""
+
+
+def _shown(door, post: dict, reader: Reader) -> str:
+    """The post's ``<li>``, an approval notice with its request (and buttons, for *reader*)."""
+    asked = capabilities.by_notice(door.store, post["id"]) if post["kind"] == "system" else None
+    return view.post_item(post, door.clock(), asked, reader.who, reader.csrf)
+
+
 async def stream(door, slug: str, cursor: Optional[tuple[int, int]],
-                 allowed: Callable[[], bool] = lambda: True) -> AsyncIterator[str]:
+                 allowed: Callable[[], bool] = lambda: True,
+                 reader: Reader = Reader()) -> AsyncIterator[str]:
     """The events of the Mood SLUG after *cursor* (None: from now), until disconnected
     or until *allowed* (asked before each batch) says the reader may no longer read."""
     if cursor is None:
@@ -168,14 +185,14 @@ async def stream(door, slug: str, cursor: Optional[tuple[int, int]],
     mood_id = (await run_in_threadpool(door.store.mood, slug)).id
     door.feed.streams += 1
     try:
-        async for chunk in _events(door, slug, mood_id, post_id, wake_id, allowed):
+        async for chunk in _events(door, slug, mood_id, post_id, wake_id, allowed, reader):
             yield chunk
     finally:
         door.feed.streams -= 1
 
 
 async def _events(door, slug: str, mood_id: int, post_id: int, wake_id: int,
-                  allowed: Callable[[], bool]) -> AsyncIterator[str]:
+                  allowed: Callable[[], bool], reader: Reader) -> AsyncIterator[str]:
     yield ": connected\n\n"
     watched: set[int] = set()
     sent_working = sent_holds = None
@@ -195,7 +212,7 @@ async def _events(door, slug: str, mood_id: int, post_id: int, wake_id: int,
         for p in ch.posts:
             post_id = max(post_id, p.id)
             post = p.to_json()
-            shown = await run_in_threadpool(view.post_item, post, door.clock())
+            shown = await run_in_threadpool(_shown, door, post, reader)
             yield frame("post", dict(post, html=shown), (post_id, wake_id))
         for t in ch.turns:
             if t.status in IN_FLIGHT:

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from poller import errors, observe, text
 from poller.kinds import WakeKind, WakeStatus, names
-from poller.store import access
+from poller.store import access, capabilities
 from poller.web import api, auth, view
 from poller.web.handling import check_texts, guarded, parse_query
 
@@ -83,6 +83,8 @@ def routes(door) -> list[Route]:
         Route("/checkin/done", page("read", checkin_form, ("POST",)), methods=["POST"]),
         Route("/m/{slug}/posts", page("post", post_form), methods=["POST"]),
         Route("/m/{slug}/here", page("read", here_form, ("POST",)), methods=["POST"]),
+        Route("/m/{slug}/approvals/{approval_id}", page("read", approval_form, ("POST",)),
+              methods=["POST"]),
         Route("/search", page("read", search_page)),
         Route("/ops/agents", page("operator", agents_page)),
         Route("/ops/wakes", page("operator", wakes_page)),
@@ -198,8 +200,9 @@ def mood_page(request, door, who, form) -> Response:
     handles = {a.id: a.handle for a in door.store.agents()}
     away = [(handles[a], out["line"]) for a, out in observe.away(door.store, door.clock()).items()
             if a in handles]
+    asked = capabilities.by_notices(door.store, [p.id for p in posts if p.kind == "system"])
     return render(request, "mood.html", mood=mood,
-                  posts=[view.page_post(p.to_json()) for p in posts],
+                  posts=[view.page_post(p.to_json(), asked.get(p.id)) for p in posts],
                   after=f"{posts[-1].id if posts else 0}.{heads.wake_id}", earlier=earlier,
                   live=not before, away=sorted(away))
 
@@ -213,6 +216,34 @@ def here_form(request, door, who, form) -> Response:
     door.store.add_signin(who.handle, slug, door.clock(), label="web")
     door.posted()
     return RedirectResponse(f"/m/{slug}", status_code=303)
+
+
+def approval_form(request, door, who, form) -> Response:
+    """Approve or Deny on an approval notice: decided as ``mood-poller approve`` decides,
+    by the person who pressed it; refused in one line when they may not or it is over."""
+    slug = request.path_params["slug"]
+    try:
+        approval_id = text.parse_whole(request.path_params["approval_id"], "approval id", lowest=1)
+        asked = capabilities.approval(door.store, approval_id)
+    except errors.PollerError:
+        asked = None
+    if asked is None or asked.mood != slug:
+        raise auth.Refused(404, "not_found", f"no approval {request.path_params['approval_id'][:40]!r} "
+                                             f"in #{slug}")
+    answer = str(form.get("answer") or "")
+    if answer not in ("approve", "deny"):
+        raise auth.Refused(400, "bad_request", "answer must be approve or deny")
+    try:
+        capabilities.decide(door.store, asked.id, answer == "approve", door.clock(),
+                            person_id=who.person_id, via="page",
+                            reason=str(form.get("reason") or "") if answer == "deny" else "")
+    except errors.NotFound:
+        raise
+    except errors.UserError as exc:
+        status = 409 if view.may_decide(who) else 403
+        raise auth.Refused(status, "conflict" if status == 409 else "forbidden", str(exc)) from None
+    door.posted()
+    return RedirectResponse(f"/m/{slug}#post-{asked.notice_post_id}", status_code=303)
 
 
 def post_form(request, door, who, form) -> Response:

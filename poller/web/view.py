@@ -43,14 +43,27 @@ def stamp(context, value: Optional[dt.datetime | str]) -> Markup:
 ENV.filters["stamp"] = stamp
 
 
-def page_post(post: dict) -> dict:
-    """A post's JSON with its ``html``: the text rendered, when it is one people wrote."""
+def page_post(post: dict, approval=None) -> dict:
+    """A post's JSON with its ``html`` (the text rendered, when it is one people wrote) and,
+    for an approval notice, its request (:class:`poller.store.capabilities.ApprovalInfo`)."""
     shown = dict(post)
     if post.get("kind") in WRITTEN:
         shown["html"] = Markup(markup.to_html(post["text"]))
+    if approval is not None:
+        shown["approval"] = approval
     return shown
 
 
-def post_item(post: dict, now: dt.datetime) -> str:
-    """The post's ``<li>`` on the Mood page, as the page renders it on load."""
-    return ENV.get_template("_post.html").render(p=page_post(post), now=now).strip()
+def may_decide(who) -> bool:
+    """Whether the reader *who* may answer an approval (trust full, or an operator)."""
+    return bool(who) and (who.trust == "full" or who.operator)
+
+
+ENV.globals["may_decide"] = may_decide
+
+
+def post_item(post: dict, now: dt.datetime, approval=None, who=None, csrf: str = "") -> str:
+    """The post's ``<li>`` on the Mood page, as the page renders it on load (an approval
+    notice with its buttons for *who*, when they may answer it, the forms carrying *csrf*)."""
+    return ENV.get_template("_post.html").render(
+        p=page_post(post, approval), now=now, who=who, csrf=csrf).strip()

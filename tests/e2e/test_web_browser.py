@@ -14,24 +14,8 @@ import pytest
 
 from support import webserver
 from support.agents import agent_command, open_gate, wakes_seen
-from support.machine import unavailable
+from support.browser import Watched
 from support.waiting import wait_for
-
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.fixture
-def browser():
-    if not os.path.exists(CHROMIUM):
-        unavailable("no /usr/bin/chromium (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("playwright is not installed (pip install playwright)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 @pytest.fixture
@@ -52,20 +36,6 @@ def site(cli, tmp_path):
     yield served, tokens, gate
     open_gate(gate)
     assert served.stop() == 0, served.log.read_text()
-
-
-class Watched:
-    """A browser page whose console errors and uncaught exceptions are collected."""
-
-    def __init__(self, context, shots):
-        self.page = context.new_page()
-        self.errors: list[str] = []
-        self.shots = shots
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-    def shot(self, name: str) -> None:
-        self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
 
 
 def in_the_lobby(browser, cli, served, tmp_path) -> Watched:
