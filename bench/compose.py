@@ -175,7 +175,7 @@ class Probe:
 
 
 def build(args):
-    _, store, cfg = _common.database(args.db)
+    _, store, cfg = _common.fresh_database(args.db)
     posts = 1_000 if args.quick else POSTS
     runs = 10 if args.quick else RUNS
     agents = [f"ada{i:02d}" for i in range(runs + 1 + len(FILL_BUDGETS))]
