@@ -16,7 +16,10 @@ silent.  The same day is run once per strategy, each on a fresh database:
 - **(a) delta wakes**: sessions, and every kind but considers is a delta wake
   (mentions, quiet looks, arrivals, follow-ups) with the pointer line;
 - **(a) + (b)**: sessions, every kind a delta wake: the product as shipped
-  for agents that keep a session.
+  for agents that keep a session;
+- **(a) + (b), catch_up_tokens 2,000 + read_history**: as shipped, with a smaller
+  catch-up; one mention in four refers to older posts and the stand-in reads them with
+  the ``read_history`` tool (2,000 tokens), counted beside the wakes' own tokens.
 
 For each: wakes, prompt tokens (total, mean, p95, per kind), the ratio to
 the replay, and **mentions missed**: mentions of an agent that no wake of
@@ -82,21 +85,37 @@ STRATEGIES = {
     "(a) + (b)": (True, frozenset({"delta", WakeKind.CONSIDER})),
 }
 SHIPPED = "(a) + (b)"
+# Session agents with a small catch-up that fetch more when they need it: the settings of
+# the day, and whether the stand-in fetches (read_history) for a question about older posts.
+SMALL = "(a) + (b), catch_up_tokens 2,000 + read_history"
+SMALL_SETTINGS = {"catch_up_tokens": "2000"}
+FETCH_EVERY = 4  # one mention in four refers to older posts
+FETCH_TOKENS = 2_000  # what the stand-in asks read_history for
 
 
 class InstantLauncher(_common.ListLauncher):
     """Settles each turn in-process at once instead of starting a runner; with
     *sessions*, each turn reports the Mood's session as a Claude Code turn does."""
 
-    def __init__(self, store, sessions: bool) -> None:
+    def __init__(self, store, sessions: bool, fetch: bool = False) -> None:
         super().__init__()
         self.store = store
         self.sessions = sessions
+        # With *fetch*, a mention that refers to older posts (one in FETCH_EVERY) reads them
+        # with the read_history tool, as a session agent with a small catch-up would.
+        self.fetch, self.fetched, self.fetches = fetch, 0, 0
 
     def start(self, wake_id: int, now: dt.datetime) -> None:
         claimed = turns.claim(self.store, wake_id, now, os.getpid())
         if claimed is None:
             return
+        if self.fetch and claimed.kind == "mention" and wake_id % FETCH_EVERY == 0:
+            from poller import tools
+
+            box = tools.for_turn(self.store, claimed, lambda: now)
+            said = box.call("read_history", {"max_tokens": FETCH_TOKENS})
+            self.fetched += self.store.counter.count(said)
+            self.fetches += 1
         if claimed.kind == "mention" or (claimed.kind == "consider" and wake_id % 4 == 0):
             reply = f"{claimed.agent.handle} here: a short answer about what was asked in {claimed.mood}."
         else:
@@ -161,7 +180,7 @@ def deltas(which: frozenset) -> None:
 
 def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool,
             delta_kinds: frozenset, db_url: str | None, agents: tuple[str, ...] = AGENTS,
-            screen_url: str = "", settings: dict | None = None) -> dict:
+            screen_url: str = "", settings: dict | None = None, fetch: bool = False) -> dict:
     """One simulated day on a fresh database; what its wakes cost and what they missed."""
     deltas(delta_kinds)
     _, store, cfg = _common.database(db_url)
@@ -170,7 +189,8 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
     _common.build_world(store, moods, agents, PEOPLE, now=DAY0)
     for key, value in (settings or {}).items():
         store.set_setting(key, value, DAY0)
-    poller = loop.Poller(store, cfg, launcher=InstantLauncher(store, sessions))
+    launcher = InstantLauncher(store, sessions, fetch)
+    poller = loop.Poller(store, cfg, launcher=launcher)
     screen_tokens = 0
     now, pi, si = DAY0, 0, 0
     mentions: list[tuple[int, str, str]] = []  # (post id, agent, text)
@@ -209,7 +229,7 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
                  if wake_lines.quote(body) not in shown.get((post_id, agent), ""))
     return {"rows": rows, "mentions": len(mentions), "missed": missed, "cpu": cpu, "wall": wall,
             "store": store, "floors": floors, "screen_tokens": screen_tokens,
-            "screened": screened}
+            "screened": screened, "fetched": launcher.fetched, "fetches": launcher.fetches}
 
 
 def describe(name: str, day: dict, replay: int) -> None:
@@ -252,6 +272,16 @@ def main() -> None:
         print(f"replay, {name}: {n:,} wakes, {t:,} tokens (mean {t / max(1, n):,.0f})")
     for name, day in days.items():
         describe(name, day, replay)
+    sessions, kinds = STRATEGIES[SHIPPED]
+    small = run_day(moods, posts, signins, sessions, kinds, args.db, settings=SMALL_SETTINGS,
+                    fetch=True)
+    describe(SMALL, small, replay)
+    wakes_only = sum(t for _, t in small["rows"])
+    both = wakes_only + small["fetched"]
+    shipped_total = sum(t for _, t in days[SHIPPED]["rows"])
+    print(f"    read_history: {small['fetches']:,} fetches, {small['fetched']:,} tokens; wakes and "
+          f"fetches together {both:,} tokens, {both / max(1, shipped_total):.2f}x the shipped "
+          f"{shipped_total:,}; mentions missed {small['missed']} of {small['mentions']}")
     shipped = sum(t for _, t in days[SHIPPED]["rows"])
     missed = sum(day["missed"] for day in days.values())
     met = shipped * 5 <= replay and missed == 0

@@ -105,6 +105,8 @@ def test_a_look_only_turn_gets_reading_tools_only(room):
     steps(room, {"list": True},
           {"call": "change_settings", "args": {"settings": {"verbosity": "brief"}}},
           {"call": "search", "args": {"query": "soup"}})
+    # Sandboxed with no network at all: the tools are reached through the turn's socket.
+    room("agent", "set", "claude", "--network", "off")
     post(room, 2, "bob", "@claude anything about soup?")  # look trust: a look-only turn
     tick(room, 3)
     (w,) = wakes(room)
