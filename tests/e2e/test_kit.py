@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from support.cli import Cli
+from support.machine import REPO
 from support.kit import (BINARY, EX_CONFIG, EX_TEMPFAIL, KIT, UNITS, USER, cron_job,
                          installed_script, need, parse_unit, tmpfiles, verify)
 from support.kit import as_user, root_dir, throwaway_user  # noqa: F401  (fixtures)
@@ -379,3 +380,57 @@ def test_serve_with_poller_beside_run_on_sqlite_says_the_lease_is_held(tmp_path)
             serve.terminate()
             serve.wait(timeout=60)
         stop(run)
+
+
+# -- README's "Running under systemd", as written ----------------------------------------------
+
+
+def readme_systemd_lines() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("### Running under systemd", 1)[1].split("\n### ", 1)[0]
+    return re.findall(r"(?m)^    (\S.*)$", section)
+
+
+def run_into(root: Path, line: str) -> subprocess.CompletedProcess:
+    """*line* with /etc under *root*; systemctl offline (``--root``): nothing here runs a
+    service manager, so ``daemon-reload`` and ``--now`` (which only a running one does)
+    are left out, and what enabling leaves behind is what the test checks."""
+    line = line.replace(" /etc/", f" {root}/etc/")
+    if line.startswith("systemctl daemon-reload && "):
+        line = line.split("&& ", 1)[1]
+    if line.startswith("systemctl "):
+        line = line.replace("systemctl ", f"systemctl --root={root} ", 1).replace(" --now", "")
+    env = dict(os.environ, KIT=str(KIT))
+    return subprocess.run(line, shell=True, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_the_readmes_systemd_lines_install_and_enable_the_units(tmp_path):
+    need("systemctl")
+    lines = readme_systemd_lines()
+    wanted = [l for l in lines if not l.startswith("journalctl ")]
+    assert any(l.startswith("install -m 644 $KIT/mood-poller.service") for l in wanted)
+    root = tmp_path / "root"
+    for d in ("etc/systemd/system", "etc/cron.d", "etc/logrotate.d"):
+        (root / d).mkdir(parents=True)
+    for line in wanted:
+        r = run_into(root, line)
+        assert r.returncode == 0, f"{line}: {r.stderr}"
+    wants = root / "etc/systemd/system/multi-user.target.wants/mood-poller.service"
+    assert wants.is_symlink()
+    assert (root / "etc/cron.d/mood-poller").read_text() == (KIT / "mood-poller.cron").read_text()
+    assert (root / "etc/logrotate.d/mood-poller").exists()
+    # Every unit the table names is in the kit, and enabling each combination works.
+    text = (REPO / "README.md").read_text().split("### Running under systemd", 1)[1]
+    table = text.split("Which units to enable", 1)[1].split("\n\n", 2)[1]
+    named = set(re.findall(r"`(mood-poller[\w-]*\.(?:service|timer))`", table))
+    assert {"mood-poller.service", "mood-poller-serve-with-poller.service",
+            "mood-poller-serve.service", "mood-poller-matrix.service",
+            "mood-poller-webhooks.service"} <= named
+    for unit in sorted(named):
+        assert (KIT / unit).exists(), unit
+        one = tmp_path / unit
+        (one / "etc/systemd/system").mkdir(parents=True)
+        shutil.copy(KIT / unit, one / "etc/systemd/system" / unit)
+        r = subprocess.run(["systemctl", f"--root={one}", "enable", unit], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, f"{unit}: {r.stderr}"

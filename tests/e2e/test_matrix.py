@@ -604,3 +604,66 @@ def test_a_check_mark_on_an_approval_notice_from_a_full_trust_person_approves_it
     done = wait_for(lambda: (s := state())["status"] != "pending" and s, what="the approval")
     assert (done["status"], done["via"]) == ("approved", "matrix")
     assert done["decided_by"] == bridged.person.user_id[1:].split(":")[0]
+
+
+def readme_bridging_commands() -> list[str]:
+    """The commands of README's "Bridging Matrix" set-up block, as written."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Bridging Matrix", 1)[1].split("\nWhat counts:", 1)[0]
+    import re
+
+    return [line.split("  #", 1)[0].strip() for line in
+            re.findall(r"(?m)^    ((?:pip|mood-poller) .*)$", section)]
+
+
+def test_the_readmes_bridging_commands_run_as_written(bridged):
+    """README's set-up lines run as written, with this homeserver's names in place of
+    example.org's and the test's files in place of /etc's; then a mention is answered."""
+    from importlib import metadata
+
+    b = bridged
+    commands = readme_bridging_commands()
+    assert commands[0] == "pip install '.[matrix]'"
+    assert "matrix" in (metadata.metadata("mood-poller").get_all("Provides-Extra") or [])
+    server = synapse.SERVER_NAME
+    ada = b.home.hs.register(f"ada{secrets.token_hex(3)}")
+    den = f"den{secrets.token_hex(3)}"
+    den_room = ada.call("POST", "/createRoom", {"preset": "public_chat",
+                                                "room_alias_name": den})["room_id"]
+    lobby = ada.create_room()
+    registration = b.tmp / "mood-poller.yaml"
+    names = {"!abc123:example.org": lobby, "#den:example.org": f"#{den}:{server}",
+             "@ada:example.org": ada.user_id, "/etc/mood-poller/config.toml": str(b.home.config),
+             "/etc/matrix-synapse/mood-poller.yaml": str(registration),
+             " [--legacy-mentions]": "", "example.org": server}
+    # What the earlier sections did: the schema, an agent, a Mood to link.
+    b.cli("init", "--answer-from-now")
+    b.cli("agent", "add", "helper", "--command", agent_command(b.tmp, "reply"))
+    b.cli("mood", "add", "den")
+    env = dict(b.env(), MOOD_POLLER_DB=b.db)
+    bindir = Path(sys.executable).parent
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    for line in commands[1:-1]:
+        for old, new in names.items():
+            line = line.replace(old, new)
+        r = subprocess.run(line, shell=True, env=env, cwd=b.tmp, capture_output=True, text=True,
+                           timeout=HANG_GUARD_S)
+        assert r.returncode == 0, f"{line}: {r.stderr}"
+    assert oct(registration.stat().st_mode & 0o777) == "0o600"
+    last = commands[-1]
+    for old, new in names.items():
+        last = last.replace(old, new)
+    import shlex
+
+    assert shlex.split(last)[:3] == ["mood-poller", "bridge", "matrix"]
+    b.start("bridge", *shlex.split(last)[1:])
+    wait_for(lambda: b.agent_id("helper") in ada.call(
+        "GET", f"/rooms/{lobby}/joined_members")["joined"], what="the agent joining the lobby")
+    moods = {m["slug"]: m for m in json.loads(b.cli("mood", "list", "--json").out)}
+    assert {"lobby", "den"} <= set(moods) and den_room
+    b.start_poller()
+    asked = ada.send(lobby, {"msgtype": "m.text", "body": "helper: are you there?",
+                             "m.mentions": {"user_ids": [b.agent_id("helper")]}})
+    reply = wait_for(lambda: [e for e in ada.messages(lobby)
+                              if e["sender"] == b.agent_id("helper")], what="the reply")[0]
+    assert reply["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == asked
