@@ -148,3 +148,13 @@ def table(rows: list[list[str]], headers: list[str]) -> None:
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     for r in rows:
         click.echo("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def one_of(positional: str | None, option: str | None, name: str, flag: str) -> str:
+    """The value given as *name* or as *flag*; a usage error (exit 2) for neither or both."""
+    if positional is not None and option is not None and positional != option:
+        raise click.UsageError(f"{name} and {flag} name different values: give one of them")
+    value = positional if positional is not None else option
+    if value is None:
+        raise click.UsageError(f"missing {name} (or {flag} {name})")
+    return value

@@ -234,8 +234,8 @@ def why(app: App, handle_arg: str | None, slug_arg: str | None, handle: str | No
     """
     from poller import observe
 
-    handle = _one_of(handle_arg, handle, "HANDLE", "--agent")
-    slug = _one_of(slug_arg, slug, "SLUG", "--mood")
+    handle = common.one_of(handle_arg, handle, "HANDLE", "--agent")
+    slug = common.one_of(slug_arg, slug, "SLUG", "--mood")
 
     answer = observe.why(app.store, slug, handle, app.now())
     if as_json:
@@ -298,16 +298,6 @@ def _unheard(u: dict | None) -> None:
         common.echo(f"not heard: {u['count']} mention(s) here by people with trust none "
                     f"(newest: post {u['post_id']} by {u['sender']}); their mentions are just "
                     f"text (`mood-poller person trust HANDLE look` to hear them)")
-
-
-def _one_of(positional: str | None, option: str | None, name: str, flag: str) -> str:
-    """The value given as *name* or as *flag*; a usage error (exit 2) for neither or both."""
-    if positional is not None and option is not None and positional != option:
-        raise click.UsageError(f"{name} and {flag} name different values: give one of them")
-    value = positional if positional is not None else option
-    if value is None:
-        raise click.UsageError(f"missing {name} (or {flag} {name})")
-    return value
 
 
 @click.command()

@@ -93,3 +93,17 @@ def test_stop_names_what_it_cannot_find_in_one_line(room):
                        (("--agent", "helper", "--mood", "cellar"), "cellar")):
         r = room("stop", *args, ok=False)
         assert r.code != 0 and word in r.err and "Traceback" not in r.err
+
+
+def test_stop_takes_handle_and_slug_as_why_does_or_as_options(room):
+    room("agent", "add", "helper", "--command", "true")
+    first = json.loads(room("stop", "helper", "lobby", "--json").out)
+    assert (first["agent"], first["mood"], first["already"]) == ("helper", "lobby", False)
+    again = json.loads(room("stop", "--agent", "helper", "--mood", "lobby", "--json").out)
+    assert again["already"] is True
+    lifted = json.loads(room("stop", "helper", "lobby", "--lift", "--json").out)
+    assert lifted["lifted"] is True
+    clash = room("stop", "helper", "lobby", "--agent", "other", ok=False)
+    assert clash.code == 2 and "different values" in clash.err
+    missing = room("stop", "helper", ok=False)
+    assert missing.code == 2 and "missing SLUG" in missing.err
