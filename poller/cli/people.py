@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import re
 
 import click
@@ -235,16 +236,28 @@ OPTION_HELP = ("An option of its waker (repeatable), for wakers from other "
               help="Print the new agent as JSON (header names only, never their values).")
 @common.now_option
 @pass_app
-def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
-              session_dir: str | None, model: str | None, base_url: str | None,
-              api_key_env: str | None, permission_mode: str | None,
-              claude_bin: str | None, url: str | None, headers: tuple[str, ...],
-              waker_name: str | None, option_items: tuple[str, ...],
-              allow_literal_secret: bool, timeout: float | None, workdir: str | None,
-              run_as: str | None, network: str | None, activities: str | None,
-              as_json: bool) -> None:
+def agent_add(app: App, handle: str, as_json: bool, **flags) -> None:
     """Add the agent HANDLE and how it is woken: --command, --claude-code, --url, --model
     PROVIDER:MODEL or --waker."""
+    a = add_agent(app.store, app.now(), handle, **flags)
+    if as_json:
+        common.echo_json(_masked(a.to_json()) | {"away": None})
+        return
+    click.echo(f"added agent {a.handle} ({a.waker})"
+               + (f", run as {a.options['run_as']}" if a.options.get("run_as") else ""))
+
+
+def add_agent(store, now, handle: str, *, command: str | None = None, claude_code: bool = False,
+              session_dir: str | None = None, model: str | None = None,
+              base_url: str | None = None, api_key_env: str | None = None,
+              permission_mode: str | None = None, claude_bin: str | None = None,
+              url: str | None = None, headers: tuple[str, ...] = (),
+              waker_name: str | None = None, option_items: tuple[str, ...] = (),
+              allow_literal_secret: bool = False, timeout: float | None = None,
+              workdir: str | None = None, run_as: str | None = None,
+              network: str | None = None, activities: str | None = None):
+    """Add the agent HANDLE woken as the flags of `agent add` say, each checked as that
+    command checks it (the page's form adds agents with it too)."""
     named = chosen_waker(command=command, claude_code=claude_code, url=url, waker=waker_name,
                          required=model is None)
     kind = registry.kind(named or MODEL_WAKER)
@@ -268,13 +281,22 @@ def agent_add(app: App, handle: str, command: str | None, claude_code: bool,
     options.update(waker_option_items(kind, option_items, allow_literal_secret))
     if activities:
         options["activities"] = activities_file(activities)
-    a = app.store.add_agent(handle, app.now(), waker=kind.name, command=command, url=url,
-                            timeout=timeout, workdir=workdir, options=options, shape=kind)
-    if as_json:
-        common.echo_json(_masked(a.to_json()) | {"away": None})
-        return
-    click.echo(f"added agent {a.handle} ({a.waker})"
-               + (f", run as {a.options['run_as']}" if a.options.get("run_as") else ""))
+    return store.add_agent(handle, now, waker=kind.name, command=command, url=url,
+                           timeout=timeout, workdir=workdir, options=options, shape=kind)
+
+
+# Where notes on what was given go: stderr, or the list a caller collects them in (the
+# page shows them beside what it did).
+NOTES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("notes", default=None)
+
+
+def note(line: str) -> None:
+    """Say something worth knowing about what was given; it is done all the same."""
+    kept = NOTES.get()
+    if kept is None:
+        click.echo(f"note: {line}", err=True)
+    else:
+        kept.append(line)
 
 
 def activities_file(path: str) -> str:
@@ -291,7 +313,7 @@ def activities_file(path: str) -> str:
         raise errors.UserError(f"--activities: {exc}") from None
     if found is None:
         why = "does not exist yet" if not os.path.exists(full) else "has no [[catalog]] entry"
-        click.echo(f"note: {full} {why}: activities stay off until it has one", err=True)
+        note(f"{full} {why}: activities stay off until it has one")
     return full
 
 
@@ -372,7 +394,7 @@ def model_options(model: str | None, base_url: str | None, api_key_env: str | No
     spec = providers.parse(model if model is not None else before.get("model", ""), base, key_env)
     missing = spec.missing_key()
     if missing:
-        click.echo(f"note: {missing} (turns fail until it is there)", err=True)
+        note(f"{missing} (turns fail until it is there)")
     return {"model": spec.label, "base_url": spec.base_url or None,
             "api_key_env": spec.api_key_env or None}
 
@@ -413,11 +435,10 @@ def note_missing_command(command: str | None) -> None:
         return
     if "/" in first:
         if not (os.path.isfile(first) and os.access(first, os.X_OK)):
-            click.echo(f"note: {first} is not an executable file on this machine "
-                       "(its turns fail until it is)", err=True)
+            note(f"{first} is not an executable file on this machine (its turns fail until it is)")
     elif shutil.which(first) is None:
-        click.echo(f"note: {first} is not found on this PATH (its turns fail unless the "
-                   "poller's PATH has it)", err=True)
+        note(f"{first} is not found on this PATH (its turns fail unless the poller's PATH "
+             "has it)")
 
 
 def check_url(url: str | None) -> None:
@@ -573,22 +594,41 @@ class TimeoutOrDefault(click.ParamType):
 @click.option("--activities", metavar="FILE.toml", help=ACTIVITIES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def agent_set(app: App, handle: str, command: str | None, claude_code: bool | None,
-              session_dir: str | None, model: str | None, base_url: str | None,
-              api_key_env: str | None, permission_mode: str | None,
-              claude_bin: str | None, url: str | None, headers: tuple[str, ...],
-              waker_name: str | None, option_items: tuple[str, ...],
-              allow_literal_secret: bool, timeout, workdir: str | None,
-              run_as: str | None, network: str | None, activities: str | None,
-              as_json: bool) -> None:
+def agent_set(app: App, handle: str, as_json: bool, **flags) -> None:
     """Change how the agent HANDLE is woken and its limits; only the options given change.
 
     A new waker (--command, --claude-code, --url or --waker) drops the old
     one's options; each option is checked as `agent add` checks it.
     """
+    change = set_agent(app.store, handle, **flags)
+    changed = change.changed()
+    if as_json:
+        common.echo_json({"agent": change.after.handle,
+                          "changed": {OPTION_NAMES.get(w, w): what_changed(change, w)
+                                      for w in changed}})
+        return
+    if not changed:
+        click.echo(f"agent {change.after.handle}: nothing changed")
+        return
+    click.echo(f"changed agent {change.after.handle}:")
+    for what in changed:
+        common.echo(f"  {OPTION_NAMES.get(what, what)}: {what_changed(change, what)}")
+
+
+def set_agent(store, handle: str, *, command: str | None = None,
+              claude_code: bool | None = None, session_dir: str | None = None,
+              model: str | None = None, base_url: str | None = None,
+              api_key_env: str | None = None, permission_mode: str | None = None,
+              claude_bin: str | None = None, url: str | None = None,
+              headers: tuple[str, ...] = (), waker_name: str | None = None,
+              option_items: tuple[str, ...] = (), allow_literal_secret: bool = False,
+              timeout=None, workdir: str | None = None, run_as: str | None = None,
+              network: str | None = None, activities: str | None = None):
+    """Change the agent HANDLE as the flags of `agent set` say (None: unchanged), each
+    checked as that command checks it; the change (the page's form makes it too)."""
     waker = chosen_waker(command=command, claude_code=claude_code or None, url=url,
                          waker=waker_name, required=False)
-    current = app.store.agent(handle)
+    current = store.agent(handle)
     if waker is None and model and current.waker != MODEL_WAKER and not claude_code \
             and ":" in model and current.waker != "claude-code":
         waker = MODEL_WAKER  # --model PROVIDER:MODEL makes it a model agent
@@ -635,19 +675,7 @@ def agent_set(app: App, handle: str, command: str | None, claude_code: bool | No
                                "--model, --waker, --header, --option, --timeout, --workdir, --run-as, "
                                "--network, "
                                "--activities or a Claude Code option")
-    change = app.store.set_agent(handle, options=options, headers=parsed, shape=kind, **changes)
-    changed = change.changed()
-    if as_json:
-        common.echo_json({"agent": change.after.handle,
-                          "changed": {OPTION_NAMES.get(w, w): _what_changed(change, w)
-                                      for w in changed}})
-        return
-    if not changed:
-        click.echo(f"agent {change.after.handle}: nothing changed")
-        return
-    click.echo(f"changed agent {change.after.handle}:")
-    for what in changed:
-        common.echo(f"  {OPTION_NAMES.get(what, what)}: {_what_changed(change, what)}")
+    return store.set_agent(handle, options=options, headers=parsed, shape=kind, **changes)
 
 
 # Stored option keys as the flags that set them.
@@ -655,7 +683,7 @@ OPTION_NAMES = {"run_as": "run-as", "session_dir": "session-dir",
                 "permission_mode": "permission-mode", "bin": "claude-bin"}
 
 
-def _what_changed(change, what: str) -> str:
+def what_changed(change, what: str) -> str:
     """One change as ``old -> new``; a header only as added, changed or removed."""
     if what.startswith("header "):
         name = what[len("header "):]

@@ -277,6 +277,25 @@ def stop_pair(s: Session, agent_id: int, mood_id: int, by: str,
     return new, cycle.turns_here(s, agent_id, mood_id)
 
 
+@dataclass(frozen=True)
+class Stop:
+    agent: str
+    mood: str
+    by: Optional[str]
+    at: dt.datetime
+
+
+def stops(s: Session) -> list[Stop]:
+    """Every agent stopped in a Mood (`stop`), until the stop is lifted."""
+    handles, slugs = _names(s)
+    return [Stop(handles[r.agent_id], slugs[r.mood_id], r.stopped_by, r.stopped_at)
+            for r in s.execute(sa.select(Listener.agent_id, Listener.mood_id, Listener.stopped_by,
+                                         Listener.stopped_at)
+                               .where(Listener.stopped_at.is_not(None))
+                               .order_by(Listener.stopped_at))
+            if r.agent_id in handles and r.mood_id in slugs]
+
+
 def lift_pair(s: Session, agent_id: int, mood_id: int, now: dt.datetime) -> bool:
     """Lift a stop; False if the agent was not stopped there."""
     l = s.scalar(cycle.for_update(s, sa.select(Listener).where(

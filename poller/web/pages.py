@@ -22,7 +22,8 @@ from starlette.routing import Route
 from poller import errors, observe, text
 from poller.kinds import WakeKind, WakeStatus, names
 from poller.store import access, capabilities
-from poller.web import api, auth, view
+from poller.store import ops as store_ops
+from poller.web import api, auth, operating, view
 from poller.web.handling import check_texts, guarded, parse_query
 
 # Starlette parses forms with python-multipart; importing it here fails at start, not at
@@ -92,6 +93,7 @@ def routes(door) -> list[Route]:
         Route("/ops/why", page("operator", why_page)),
         Route("/ops/dials", page("operator", dials_page)),
         Route("/ops/scram", page("operator", scram_form), methods=["POST"]),
+        *operating.routes(page),
     ]
 
 
@@ -276,8 +278,12 @@ def search_page(request, door, who, form) -> Response:
 def agents_page(request, door, who, form) -> Response:
     now = door.clock()
     st = observe.status(door.store, now)
+    with door.store.reading() as s:
+        stops = store_ops.stops(s)
     return render(request, "agents.html", agents=api.agent_rows(door.store, now), overview=st,
-                  states={a["handle"]: a for a in st["agents"]})
+                  states={a["handle"]: a for a in st["agents"]}, stops=stops,
+                  kinds=operating.KINDS, kind_names=operating.KIND_NAMES,
+                  **operating.said(request))
 
 
 def wakes_page(request, door, who, form) -> Response:
