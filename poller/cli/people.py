@@ -332,6 +332,28 @@ REFUSALS = {"run_as": "{flags} applies only to agents that run a process ({waker
             "headers": "{flags} only applies with {wakers}"}
 
 
+# The wakers an agent form offers, the flags each takes (as keyword names of add_agent) and
+# what a person calls it.
+FORM_FIELDS = {
+    "command": ("command", "workdir", "timeout"),
+    "claude-code": ("session_dir", "claude_bin", "model", "permission_mode", "timeout"),
+    "url": ("url", "headers", "timeout"),
+    "model": ("model", "base_url", "api_key_env", "timeout"),
+}
+FORM_NAMES = {"command": "Command", "claude-code": "Claude Code", "url": "HTTP",
+              "model": "Model"}
+
+
+def naming_flags(waker: str, target: str | None) -> dict:
+    """The flags of add_agent that name the waker *waker* (aimed at *target*, for the
+    wakers a command or URL aims)."""
+    flag = next((f for f, name, _ in WAKER_FLAGS if name == waker), None)
+    if flag is None:
+        return {}
+    return {flag.removeprefix("--").replace("-", "_"): target or "" if flag != "--claude-code"
+            else True}
+
+
 def chosen_waker(*, command, claude_code, url, waker=None, required: bool = True) -> str | None:
     """The waker the flags name (None if none and not *required*); UserError if they clash.
 

@@ -20,20 +20,16 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from poller import errors, observe, settings, text
+from poller.cli import people
 from poller.secure import mask_text, mask_url
 from poller.store import access
 from poller.store import ops as store_ops
 from poller.web import auth
 
 TRUSTS = ("full", "look", "none")
-# The waker kinds the page adds, the form fields each takes, and the flag each field is.
-KINDS = {
-    "command": ("command", "workdir", "timeout"),
-    "claude-code": ("session_dir", "claude_bin", "model", "permission_mode", "timeout"),
-    "url": ("url", "headers", "timeout"),
-    "model": ("model", "base_url", "api_key_env", "timeout"),
-}
-KIND_NAMES = {"command": "Command", "claude-code": "Claude Code", "url": "HTTP", "model": "Model"}
+# The waker kinds the page adds and the form fields each takes (the flags of `agent add`).
+KINDS = people.FORM_FIELDS
+KIND_NAMES = people.FORM_NAMES
 LONG_TEXT = ("rules", "letter", "persona")
 
 
@@ -87,8 +83,6 @@ def _field(form, name: str) -> Optional[str]:
 def _noted(work):
     """Run *work* (which may note things, as the command line does on stderr): its result
     and the notes; a usage fault of the command line's checks is the form's 400."""
-    from poller.cli import people
-
     notes: list[str] = []
     token = people.NOTES.set(notes)
     try:
@@ -171,9 +165,9 @@ def lift_stop(request, door, who, form) -> Response:
 
 def people_page(request, door, who, form) -> Response:
     operators = access.operators(door.store)
-    people = [{"handle": p.handle, "trust": p.trust, "operator": p.id in operators}
-              for p in door.store.people()]
-    return _render(request, "ops_people.html", people=people, trusts=TRUSTS)
+    rows = [{"handle": p.handle, "trust": p.trust, "operator": p.id in operators}
+            for p in door.store.people()]
+    return _render(request, "ops_people.html", people=rows, trusts=TRUSTS)
 
 
 def _trust(form) -> str:
@@ -265,21 +259,16 @@ def _given(form, kind: str) -> dict:
 
 
 def add_agent(request, door, who, form) -> Response:
-    from poller.cli import people
-
     kind = _kind(form)
     handle = str(form.get("handle") or "").strip()
     if not handle:
         raise auth.Refused(400, "bad_request", "give the agent's handle")
     given = _given(form, kind)
-    waker = {"command": {"command": given.pop("command", None) or ""},
-             "claude-code": {"claude_code": True},
-             "url": {"url": given.pop("url", None) or ""}, "model": {}}[kind]
-    if kind == "model" and not given.get("model"):
+    target = given.pop("command", None) or given.pop("url", None)
+    waker = people.naming_flags(kind, target)
+    if kind == people.MODEL_WAKER and not given.get("model"):
         raise auth.Refused(400, "bad_request", "give the model as PROVIDER:MODEL "
                                                "(e.g. openai:gpt-4o-mini)")
-    if kind == "command" and not waker["command"]:
-        raise auth.Refused(400, "bad_request", "give the command that answers a wake")
     a, notes = _noted(lambda: people.add_agent(door.store, door.clock(), handle,
                                                timeout=_timeout(form), **waker, **given))
     door.posted()
@@ -305,8 +294,6 @@ def agent_page(request, door, who, form) -> Response:
 def set_agent(request, door, who, form) -> Response:
     """Change the fields given (an empty field stays as it is; timeout ``default`` goes
     back to the configured default), as ``agent set`` does."""
-    from poller.cli import people
-
     handle = request.path_params["handle"]
     kind = door.store.agent(handle).waker
     given = _given(form, kind) if kind in KINDS else {}
@@ -323,7 +310,6 @@ def set_agent(request, door, who, form) -> Response:
 
 
 def remove_agent(request, door, who, form) -> Response:
-    from poller.cli import people
     from poller.cycle.recover import end_turn
 
     store, now = door.store, door.clock()
