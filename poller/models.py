@@ -139,6 +139,18 @@ class SignIn(Base):
     at: Mapped[dt.datetime]
 
 
+class PageVisit(Base):
+    """How far a person has read a Mood on the page: the newest post shown to them there
+    (the Moods list counts what came after as unread)."""
+
+    __tablename__ = "page_visits"
+
+    participant_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), primary_key=True)
+    mood_id: Mapped[int] = mapped_column(ForeignKey("moods.id"), primary_key=True)
+    seen_post_id: Mapped[int] = mapped_column(BigInteger, default=0)
+    at: Mapped[dt.datetime]
+
+
 class Setting(Base):
     """Append-only: the newest row of the most specific slot wins."""
 

@@ -33,7 +33,7 @@ from starlette.concurrency import run_in_threadpool
 
 from poller import errors, text
 from poller.kinds import IN_FLIGHT
-from poller.store import access, capabilities
+from poller.store import access, capabilities, visits
 from poller.text import iso
 from poller.web import view
 from poller.web.auth import Refused
@@ -214,6 +214,9 @@ async def _events(door, slug: str, mood_id: int, post_id: int, wake_id: int,
             post = p.to_json()
             shown = await run_in_threadpool(_shown, door, post, reader)
             yield frame("post", dict(post, html=shown), (post_id, wake_id))
+        if ch.posts and reader.who is not None:  # shown to the reader: read
+            await run_in_threadpool(visits.mark, door.store, reader.who.person_id, mood_id,
+                                    post_id, door.clock())
         for t in ch.turns:
             if t.status in IN_FLIGHT:
                 watched.add(t.id)

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from poller import errors, observe, text
 from poller.kinds import WakeKind, WakeStatus, names
-from poller.store import access, capabilities
+from poller.store import access, capabilities, visits
 from poller.store import ops as store_ops
 from poller.web import api, auth, operating, view
 from poller.web.handling import check_texts, guarded, parse_query
@@ -159,8 +159,9 @@ def moods_page(request, door, who, form) -> Response:
         # After a submit the button keeps the deadline it named (pressing again changes
         # nothing); Refresh (the page without ?for=) moves it to what the status shows.
         card.update(target=request.query_params["for"][:80], kept=True)
-    return render(request, "moods.html", moods=door.store.moods(include_archived=False),
-                  checkin=card)
+    return render(request, "moods.html", moods=visits.moods_for(door.store, who.person_id,
+                                                                 door.clock()),
+                  checkin=card, unread_cap=visits.UNREAD_CAP)
 
 
 def checkin_card(door, who) -> Optional[dict]:
@@ -202,6 +203,8 @@ def mood_page(request, door, who, form) -> Response:
     handles = {a.id: a.handle for a in door.store.agents()}
     away = [(handles[a], out["line"]) for a, out in observe.away(door.store, door.clock()).items()
             if a in handles]
+    if not before and posts:  # read up to here (the stream moves it on as posts come)
+        visits.mark(door.store, who.person_id, mood.id, posts[-1].id, door.clock())
     asked = capabilities.by_notices(door.store, [p.id for p in posts if p.kind == "system"])
     return render(request, "mood.html", mood=mood,
                   posts=[view.page_post(p.to_json(), asked.get(p.id)) for p in posts],
