@@ -31,14 +31,25 @@ mention, last 50 messages".
 Target: the shipped strategy (a) + (b) at most 1/5 of "every message, last
 50 messages".  Prints CPU and wall time per simulated day.
 
+Then what a model reads over the same day, which the wakes' own tokens leave out: an
+agent that keeps a session resumes its whole conversation each turn (kept here as a
+model agent keeps it, in ``agent_sessions.history`` and ``history_tokens``, summarised
+past ``session_tokens``), the part sent before read from the prompt cache, the rest
+uncached input, plus its output; in tokens and dollars at a Sonnet-class model's list
+prices, cache reads priced as such, and again with a 5-minute cache (a conversation
+resumed later is read and written to the cache anew).  Beside it, three bots on the same
+day's posts (see :func:`peers`): mention-only with a kept session, every message with the
+last 50, and a heartbeat every 30 minutes with a kept session; mentions missed by each.
+
 Then the floor (issue 16): the same kind of day with three agents in every
 Mood, shipped strategy, once as shipped (one floor per Mood: of the agents
 that could speak unasked at once, one does, the others after its turn) and
 once with the floor taken out: unprompted wakes and prompt tokens of each,
 and mentions missed (must be 0).  Target: unprompted wakes with the floor
 at most 0.45x those without.
-Run: ``python bench/tokens_per_wake.py [--quick] [--floor]`` (``--floor``: only the
-three-agent day).
+Run: ``python bench/tokens_per_wake.py [--quick] [--floor | --screen | --reads]``
+(``--floor``: only the three-agent day; ``--reads``: only the strategies' days and what a
+model reads in them).
 """
 
 from __future__ import annotations
@@ -60,9 +71,9 @@ import sqlalchemy as sa  # noqa: E402
 
 from poller.config import ScreenConfig  # noqa: E402
 from poller.cycle import loop, organs  # noqa: E402
-from poller import kinds, law
+from poller import kinds, law, settings
 from poller.wake import lines as wake_lines
-from poller.turns import settling, wakers
+from poller.turns import model, runner, settling, wakers
 from poller.kinds import WakeKind  # noqa: E402
 from poller.store import cycle, facts, turns  # noqa: E402
 from poller.models import DecisionRow, Participant, Wake, WakeAnswer  # noqa: E402
@@ -95,7 +106,9 @@ FETCH_TOKENS = 2_000  # what the stand-in asks read_history for
 
 class InstantLauncher(_common.ListLauncher):
     """Settles each turn in-process at once instead of starting a runner; with
-    *sessions*, each turn reports the Mood's session as a Claude Code turn does."""
+    *sessions*, each turn reports the Mood's session as a Claude Code turn does, and keeps
+    its conversation in the store as a model agent does (``agent_sessions.history`` and
+    ``history_tokens``), so what the model reads each turn is counted in :attr:`reads`."""
 
     def __init__(self, store, sessions: bool, fetch: bool = False) -> None:
         super().__init__()
@@ -104,25 +117,214 @@ class InstantLauncher(_common.ListLauncher):
         # With *fetch*, a mention that refers to older posts (one in FETCH_EVERY) reads them
         # with the read_history tool, as a session agent with a small catch-up would.
         self.fetch, self.fetched, self.fetches = fetch, 0, 0
+        self.reads = Reads()
+        self.system = store.counter.count(model.DEFAULT_PERSONA.format(agent=AGENTS[0]))
+        self.asked: dict[tuple[int, int], dt.datetime] = {}  # without a session: last request
 
     def start(self, wake_id: int, now: dt.datetime) -> None:
         claimed = turns.claim(self.store, wake_id, now, os.getpid())
         if claimed is None:
             return
+        fetched = 0
         if self.fetch and claimed.kind == "mention" and wake_id % FETCH_EVERY == 0:
             from poller import tools
 
             box = tools.for_turn(self.store, claimed, lambda: now)
             said = box.call("read_history", {"max_tokens": FETCH_TOKENS})
-            self.fetched += self.store.counter.count(said)
+            fetched = self.store.counter.count(said)
+            self.fetched += fetched
             self.fetches += 1
         if claimed.kind == "mention" or (claimed.kind == "consider" and wake_id % 4 == 0):
             reply = f"{claimed.agent.handle} here: a short answer about what was asked in {claimed.mood}."
         else:
             reply = "<silent>nothing to add</silent>"
-        session = f"{claimed.agent.handle}-in-{claimed.mood}" if self.sessions else None
-        settling.settle_outcome(self.store, wake_id, wakers.TurnResult("replied", reply, session=session),
-                             now + dt.timedelta(seconds=5))
+        out = self.store.counter.count(reply)
+        if not self.sessions:  # a new conversation each wake: only the system prompt was seen
+            pair = (claimed.agent_id, claimed.mood_id)
+            last = self.asked.get(pair)
+            self.reads.request(self.system if last else 0, claimed.prompt_tokens
+                               + (0 if last else self.system), out, now - last if last else None)
+            self.asked[pair] = now
+            settling.settle_outcome(self.store, wake_id, wakers.TurnResult("replied", reply),
+                                    now + dt.timedelta(seconds=5))
+            return
+        # The conversation the runner would hand in: none once the session sat unused past
+        # archive_after (model.py then starts a new session, and the wake is in full).
+        session, history = runner.kept_history(claimed, {"archive_after": ARCHIVE_AFTER}, now)
+        talk = Conversation(**json.loads(history)) if history else Conversation()
+        session = session or f"{claimed.agent.handle}-in-{claimed.mood}-{wake_id}"
+        compacted = talk.turn(self.reads, self.system, claimed.prompt_tokens, out, now, fetched)
+        settling.settle_outcome(self.store, wake_id, wakers.TurnResult(
+            "replied", reply, session=session, history=json.dumps(talk.kept()),
+            history_tokens=0 if compacted else talk.held, compacted=compacted),
+            now + dt.timedelta(seconds=5))
+
+
+# -- what the model reads: kept conversations, the prompt cache, list prices ---------------
+
+# List prices of a Claude Sonnet-class model in dollars per million tokens, from Anthropic's
+# pricing page (anthropic.com/pricing, Claude Sonnet 4.5): input $3, a prompt-cache read
+# $0.30, a cache write $3.75 (the 5-minute cache, 1.25x input), output $15.
+USD_INPUT, USD_CACHE_READ, USD_CACHE_WRITE, USD_OUTPUT = 3.00, 0.30, 3.75, 15.00
+CACHE_TTL = dt.timedelta(minutes=5)  # the cache's default lifetime there, renewed by each read
+ARCHIVE_AFTER = settings.KEYS["archive_after"].default
+SESSION_TOKENS = settings.KEYS["session_tokens"].default
+SUMMARY_OUT = 400  # a summary of at most 300 words (model.SUMMARY_PROMPT)
+TOOL_CALL_OUT = 20  # a read_history call, as the model writes it
+HEARTBEAT = dt.timedelta(minutes=30)
+HEARTBEAT_LINE = ("A regular look: the posts since your last look follow. Answer what needs "
+                  "you, or reply <silent>why</silent>.")
+
+
+class Reads:
+    """What a model reads and writes, request by request: the prompt's part its conversation
+    sent before (a cache read), the new part (uncached input), and its output.
+
+    Priced twice: as the cache reads they are (every part seen before read from the cache),
+    and as if the cache lived only CACHE_TTL: a request more than that after its
+    conversation's previous one reads its whole prompt as new, and every new token is a
+    cache write (1.25x input), so the next request can read it."""
+
+    def __init__(self) -> None:
+        self.requests = self.cached = self.new = self.out = 0
+        self.ttl_read = self.ttl_written = 0
+
+    def request(self, seen: int, new: int, out: int, since: dt.timedelta | None) -> None:
+        self.requests += 1
+        self.cached, self.new, self.out = self.cached + seen, self.new + new, self.out + out
+        if since is not None and since <= CACHE_TTL:
+            self.ttl_read, self.ttl_written = self.ttl_read + seen, self.ttl_written + new
+        else:
+            self.ttl_written += seen + new
+
+    def usd(self) -> float:
+        return (self.cached * USD_CACHE_READ + self.new * USD_INPUT + self.out * USD_OUTPUT) / 1e6
+
+    def usd_ttl(self) -> float:
+        return (self.ttl_read * USD_CACHE_READ + self.ttl_written * USD_CACHE_WRITE
+                + self.out * USD_OUTPUT) / 1e6
+
+
+@dataclasses.dataclass
+class Conversation:
+    """A conversation kept as poller/turns/model.py keeps one. *held*: what its last request
+    read and answered (the ``history_tokens`` it stores); *seen*: the part that request read
+    (cached for the next); *at*: when. Past SESSION_TOKENS the older part becomes the
+    model's own summary, a new prefix that no cache holds."""
+
+    held: int = 0
+    seen: int = 0
+    at: str = ""
+
+    def kept(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def turn(self, reads: Reads, system: int, new: int, out: int, now: dt.datetime,
+             fetched: int = 0) -> bool:
+        """One turn: the kept conversation plus *new* tokens (and a read_history call
+        answered with *fetched* tokens); True if it was summarised after."""
+        since = now - dt.datetime.fromisoformat(self.at) if self.at else None
+        seen, unseen = self.seen, self.held - self.seen + new + (0 if self.held else system)
+        if fetched:  # the call, then the same request again with the tool's answer
+            reads.request(seen, unseen, TOOL_CALL_OUT, since)
+            seen, unseen, since = seen + unseen, TOOL_CALL_OUT + fetched, dt.timedelta(0)
+        reads.request(seen, unseen, out, since)
+        self.seen, self.held, self.at = seen + unseen, seen + unseen + out, now.isoformat()
+        if self.held <= SESSION_TOKENS:
+            return False
+        reads.request(self.seen, out + SUMMARY_ASK, SUMMARY_OUT, dt.timedelta(0))
+        self.held, self.seen = system + SUMMARY_HEAD + SUMMARY_OUT, 0
+        return True
+
+
+def peers(store, posts: list[tuple], system: int) -> dict[str, dict]:
+    """The same people's posts read by three bots built without the poller, each agent of
+    AGENTS in every Mood, with the same system prompt, replies and conversations:
+
+    - **mention-only, kept session**: a turn for each post naming it, carrying the Mood's
+      posts since its last turn there (the last 50 at most), its conversation kept;
+    - **every message, last 50**: a request for each post with the Mood's last 50 posts and
+      no session (the cache holds a prompt while the window only grows);
+    - **heartbeat, kept session**: a look every 30 minutes of the day in each Mood with
+      the posts since the last look (the last 50 at most: a mention older is missed).
+
+    Their own replies are not posts of the day (in their favour: nobody reads them)."""
+    lines = [f"[{who}, {at:%H:%M}] {body}" for _, who, body, at in posts]
+    counts = store.counter.count_many(lines)
+    reply = {a: store.counter.count(f"{a} here: a short answer about what was asked in m00000.")
+             for a in AGENTS}
+    silent = store.counter.count("<silent>nothing to add</silent>")
+    beat = store.counter.count(HEARTBEAT_LINE)
+    out = {name: {"reads": Reads(), "missed": 0, "waits": []}
+           for name in ("mention-only bot, kept session", "every-message bot, last 50 messages",
+                        "heartbeat bot, every 30 min, kept session")}
+    mention, every, heartbeat = out.values()
+    by_mood: dict[str, list[int]] = collections.defaultdict(list)  # indexes of posts
+    talks: dict[tuple, Conversation] = collections.defaultdict(Conversation)
+    last_turn: dict[tuple, int] = {}  # (agent, Mood) -> the index in by_mood it read up to
+    last_at: dict[tuple, dt.datetime] = {}
+    for i, (slug, _, body, at) in enumerate(posts):
+        here = by_mood[slug]
+        here.append(i)
+        for a in AGENTS:
+            named = f"@{a}" in body
+            window = [counts[j] for j in here[-WINDOW:]]
+            since = at - last_at[(a, slug)] if (a, slug) in last_at else None
+            grown = len(here) <= WINDOW and since is not None  # the last prompt is a prefix
+            seen = system + sum(window[:-1]) if grown else (system if since is not None else 0)
+            every["reads"].request(seen, system + sum(window) - seen, reply[a] if named else silent,
+                                   since)
+            last_at[(a, slug)] = at
+            if named:
+                start = max(last_turn.get((a, slug), 0), len(here) - WINDOW)
+                talks[("mention", a, slug)].turn(mention["reads"], system,
+                                                 sum(counts[j] for j in here[start:]), reply[a], at)
+                last_turn[(a, slug)] = len(here)
+    end = DAY0 + dt.timedelta(days=1)
+    for slug, here in by_mood.items():
+        for a in AGENTS:
+            look, read = DAY0 + HEARTBEAT, 0
+            while look <= end:
+                upto = read
+                while upto < len(here) and posts[here[upto]][3] <= look:
+                    upto += 1
+                fresh = here[read:upto]
+                shown = fresh[-WINDOW:]
+                for j in fresh:
+                    if f"@{a}" in posts[j][2]:
+                        if j in shown:
+                            heartbeat["waits"].append((look - posts[j][3]).total_seconds())
+                        else:
+                            heartbeat["missed"] += 1
+                asked = any(f"@{a}" in posts[j][2] for j in shown)
+                talks[("beat", a, slug)].turn(heartbeat["reads"], system,
+                                              beat + sum(counts[j] for j in shown),
+                                              reply[a] if asked else silent, look)
+                look, read = look + HEARTBEAT, upto
+    return out
+
+
+def reads_table(ours: dict[str, dict], others: dict[str, dict]) -> None:
+    """What each strategy's model reads over the day, in tokens and dollars, beside the
+    peers; every figure against the shipped strategy's."""
+    print(f"\nwhat the model reads, at list prices (input ${USD_INPUT}, cache read "
+          f"${USD_CACHE_READ}, cache write ${USD_CACHE_WRITE}, output ${USD_OUTPUT} per MTok; "
+          f"a system prompt of the default persona; conversations summarised past "
+          f"{SESSION_TOKENS:,} tokens):")
+    shipped = ours[SHIPPED]["reads"].usd()
+    for name, row in list(ours.items()) + list(others.items()):
+        r = row["reads"]
+        waits = sorted(row.get("waits") or [])
+        late = (f"; answered after p50 {_common.percentile(waits, 50) / 60:.0f} min, "
+                f"max {waits[-1] / 60:.0f} min" if waits else "")
+        print(f"  {name}: {r.requests:,} requests; input {r.cached + r.new:,} tokens "
+              f"({r.cached:,} cache reads, {r.new:,} uncached), output {r.out:,}; "
+              f"${r.usd():.2f} ({r.usd() / shipped:.2f}x the shipped); with a 5-minute cache "
+              f"${r.usd_ttl():.2f}; mentions missed {row['missed']}{late}")
+
+
+SUMMARY_ASK = 60  # model.SUMMARY_PROMPT
+SUMMARY_HEAD = 20  # the line that introduces the summary in the new conversation
 
 
 def simulate_day(slugs: list[str], seed: int = 11,
@@ -229,7 +431,8 @@ def run_day(moods: int, posts: list[tuple], signins: list[tuple], sessions: bool
                  if wake_lines.quote(body) not in shown.get((post_id, agent), ""))
     return {"rows": rows, "mentions": len(mentions), "missed": missed, "cpu": cpu, "wall": wall,
             "store": store, "floors": floors, "screen_tokens": screen_tokens,
-            "screened": screened, "fetched": launcher.fetched, "fetches": launcher.fetches}
+            "screened": screened, "fetched": launcher.fetched, "fetches": launcher.fetches,
+            "reads": launcher.reads, "system": launcher.system}
 
 
 def describe(name: str, day: dict, replay: int) -> None:
@@ -250,6 +453,8 @@ def main() -> None:
     p = _common.parser(__doc__)
     p.add_argument("--floor", action="store_true", help="Only the three-agent day.")
     p.add_argument("--screen", action="store_true", help="Only the day with and without a screen.")
+    p.add_argument("--reads", action="store_true",
+                   help="Only the strategies' days and what a model reads in them, beside the peers.")
     args = p.parse_args()
     _common.quiet_logs()
     print(_common.facts())
@@ -287,6 +492,9 @@ def main() -> None:
     met = shipped * 5 <= replay and missed == 0
     print(f"target: {SHIPPED} <= 1/5 of the replay with no mention missed: "
           f"{'met' if met else 'MISSED'} ({shipped:,} vs {replay / 5:,.0f}; {missed} missed)")
+    reads_table({**days, SMALL: small}, peers(small["store"], posts, small["system"]))
+    if args.reads:
+        return
     floor_days(slugs, args.db)
     screen_days(slugs, args.db)
 
