@@ -21,9 +21,9 @@ from starlette.routing import Route
 
 from poller import errors, observe, text
 from poller.kinds import WakeKind, WakeStatus, names
-from poller.store import access, capabilities, visits
+from poller.store import access, capabilities, history, visits
 from poller.store import ops as store_ops
-from poller.web import api, auth, operating, view
+from poller.web import api, auth, charts, operating, view
 from poller.web.handling import check_texts, guarded, parse_query
 
 # Starlette parses forms with python-multipart; importing it here fails at start, not at
@@ -206,7 +206,10 @@ def mood_page(request, door, who, form) -> Response:
     if not before and posts:  # read up to here (the stream moves it on as posts come)
         visits.mark(door.store, who.person_id, mood.id, posts[-1].id, door.clock())
     asked = capabilities.by_notices(door.store, [p.id for p in posts if p.kind == "system"])
-    return render(request, "mood.html", mood=mood,
+    strip = history.mood_days(door.store, slug, door.clock())
+    activity = charts.bars([d.day for d in strip], [d.posts for d in strip], "posts a day",
+                           css="activity")
+    return render(request, "mood.html", mood=mood, activity=activity,
                   posts=[view.page_post(p.to_json(), asked.get(p.id)) for p in posts],
                   after=f"{posts[-1].id if posts else 0}.{heads.wake_id}", earlier=earlier,
                   live=not before, away=sorted(away))
@@ -283,10 +286,29 @@ def agents_page(request, door, who, form) -> Response:
     st = observe.status(door.store, now)
     with door.store.reading() as s:
         stops = store_ops.stops(s)
-    return render(request, "agents.html", agents=api.agent_rows(door.store, now), overview=st,
+    rows = api.agent_rows(door.store, now)
+    return render(request, "agents.html", agents=rows, overview=st,
                   states={a["handle"]: a for a in st["agents"]}, stops=stops,
+                  pictures=agent_pictures(door.store, [a["handle"] for a in rows], now),
                   kinds=operating.KINDS, kind_names=operating.KIND_NAMES,
                   **operating.said(request))
+
+
+def agent_pictures(store, handles: list[str], now) -> dict:
+    """Each agent's last two weeks, drawn: turns, tokens and dollars a day."""
+    per = history.agent_days(store, now)
+    days = history.days_ending(now, 14)
+    out = {}
+    for handle in handles:
+        line = per.get(handle) or [history.Day(d) for d in days]
+        out[handle] = [
+            (f"{what} a day, most {shown(max(values))}",
+             charts.bars(days, values, f"{handle}'s {what} a day", shown, css=what))
+            for what, values, shown in (
+                ("turns", [d.turns for d in line], str),
+                ("tokens", [d.tokens for d in line], lambda v: f"{int(v):,}"),
+                ("dollars", [d.usd for d in line], text.money))]
+    return out
 
 
 def wakes_page(request, door, who, form) -> Response:

@@ -14,7 +14,7 @@ import pytest
 
 from support import webserver
 from support.agents import agent_command, open_gate, wakes_seen
-from support.browser import Watched
+from support.browser import Watched, contrast
 from support.waiting import wait_for
 
 
@@ -356,19 +356,6 @@ def test_an_agent_s_markdown_reply_reads_the_same_live_and_on_reload(browser, cl
         assert served.stop() == 0, served.log.read_text()
 
 
-def _contrast(fg: str, bg: str) -> float:
-    """WCAG contrast of two computed colours, ``rgb(r, g, b)``."""
-    def lum(css: str) -> float:
-        def ch(c: float) -> float:
-            c /= 255
-            return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-        r, g, b = (float(x) for x in re.findall(r"[\d.]+", css)[:3])
-        return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b)
-
-    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
-
-
 def test_the_agents_page_at_phone_width_in_the_dark(browser, cli, tmp_path):
     """At 390 px: every column of the agents table is there (the table scrolls sideways in
     its box, the page does not), each date on one line; money as $0.00; the buttons'
@@ -410,7 +397,7 @@ def test_the_agents_page_at_phone_width_in_the_dark(browser, cli, tmp_path):
         for button in ("#scram button", "form.search button"):
             fg, bg = page.locator(button).evaluate(
                 "b => [getComputedStyle(b).color, getComputedStyle(b).backgroundColor]")
-            assert _contrast(fg, bg) >= 4.5, (button, fg, bg)
+            assert contrast(fg, bg) >= 4.5, (button, fg, bg)
 
         page.goto(f"{served.url}/ops/dials")
         note = page.locator("#dials-note")

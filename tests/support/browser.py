@@ -4,6 +4,7 @@ browser Playwright downloads), and a page whose console errors are collected."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -44,3 +45,16 @@ class Watched:
         self.page.goto(f"{url}/signin#token={token}")
         self.page.click("button:text('Sign in')")
         self.page.wait_for_url(f"{url}/")
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG contrast of two computed colours, ``rgb(r, g, b)``."""
+    def lum(css: str) -> float:
+        def ch(c: float) -> float:
+            c /= 255
+            return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+        r, g, b = (float(x) for x in re.findall(r"[\d.]+", css)[:3])
+        return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b)
+
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
