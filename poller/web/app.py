@@ -97,7 +97,9 @@ def create_app(store, config, *, clock: Callable[[], dt.datetime],
     ]
     tools = _tool_server(door)
     if tools is not None:  # the Moods as MCP tools, for a bearer token (poller.toolserver)
-        routes.append(StarRoute("/mcp", endpoint=tools, methods=["GET", "POST", "DELETE"]))
+        # POST only: it answers each request in JSON and keeps no session, so it offers no
+        # stream for a GET to hold open (MCP lets a server answer that GET 405).
+        routes.append(StarRoute("/mcp", endpoint=tools, methods=["POST"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -242,8 +244,10 @@ async def _not_found(request: Request, exc) -> Response:
 
 
 async def _not_allowed(request: Request, exc) -> Response:
-    return await _refused(request, auth.Refused(405, "method_not_allowed",
-                                                f"{request.method} is not served here"))
+    allow = (getattr(exc, "headers", None) or {}).get("Allow", "")  # the methods served there
+    return await _refused(request, auth.Refused(
+        405, "method_not_allowed", f"{request.method} is not served here"
+        + (f" (use {allow})" if allow else ""), {"Allow": allow} if allow else None))
 
 
 class Headers:

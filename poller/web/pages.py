@@ -52,8 +52,10 @@ COMMAND_HINT = re.compile(r"\s*\((?:see |run )?`mood-poller [^`]*`[^)]*\)")
 def refused(request: Request, exc: auth.Refused) -> Response:
     if exc.status == 401 and request.method == "GET":
         return RedirectResponse(f"/signin?next={quote(request.url.path)}", status_code=303)
-    return render(request, "refused.html", status=exc.status, refusal=exc,
+    page = render(request, "refused.html", status=exc.status, refusal=exc,
                   detail=COMMAND_HINT.sub("", exc.detail))
+    page.headers.update(exc.headers)  # Allow, WWW-Authenticate, Retry-After: as the API's
+    return page
 
 
 def routes(door) -> list[Route]:

@@ -322,5 +322,8 @@ def test_mcp_over_http_under_serve_takes_a_bearer_token(room):
                                  headers={"Authorization": "Bearer mpt_nope"})
             assert refused.status_code == 401
             assert plain.post("/mcp", json={}).status_code == 401
+            # No stream to hold open: a GET is refused at once, with the method to use.
+            held = plain.get("/mcp", headers={"Authorization": f"Bearer {token(room, 'ada')}"})
+            assert held.status_code == 405 and "POST" in held.headers.get("allow", "")
     finally:
         served.stop()
