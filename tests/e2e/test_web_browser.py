@@ -410,3 +410,23 @@ def test_the_agents_page_at_phone_width_in_the_dark(browser, cli, tmp_path):
         assert watched.errors == [] or all("404" in e for e in watched.errors), watched.errors
     finally:
         assert served.stop() == 0, served.log.read_text()
+
+
+def test_how_long_ago_stays_true_while_the_page_is_open(browser, site, cli, tmp_path):
+    served, tokens, _ = site
+    cli("post", "lobby", "--as", "ada", "a note for later")
+    person = Watched(browser.new_context(), tmp_path)
+    page = person.page
+    page.clock.install()  # the page's own clock, moved on by the test
+    page.goto(f"{served.url}/signin#token={tokens['ada']}")
+    page.click("button:text('Sign in')")
+    page.wait_for_url(f"{served.url}/")
+    page.goto(f"{served.url}/m/lobby")
+    page.wait_for_selector("#mood[data-live='1']")
+    note = page.locator("li", has_text="a note for later").locator(".ago")
+    assert note.inner_text() == "(just now)"
+    page.clock.fast_forward("03:05")
+    assert note.inner_text() == "(3 min ago)"
+    page.clock.fast_forward("02:00:00")
+    assert note.inner_text() == "(2 h ago)"
+    assert person.errors == []

@@ -64,6 +64,27 @@
   if (root.dataset.static) return;  // an earlier page of the conversation: not live
 
   var source = new EventSource("/api/v1/moods/" + encodeURIComponent(slug) + "/events?after=" + encodeURIComponent(root.dataset.after));
+  // "(3 min ago)" beside each time stays true while the page is open (as text.ago says it).
+  function ago(seconds) {
+    var gap = Math.abs(seconds), units = [[86400, "day"], [3600, "h"], [60, "min"]];
+    if (gap < 60) return "just now";
+    for (var i = 0; i < units.length; i++) {
+      if (gap >= units[i][0]) {
+        var n = Math.floor(gap / units[i][0]);
+        var said = n + " " + units[i][1] + (units[i][1] === "day" && n !== 1 ? "s" : "");
+        return seconds > 0 ? said + " ago" : "in " + said;
+      }
+    }
+  }
+  function refreshAgo() {
+    var now = Date.now();
+    document.querySelectorAll("time[datetime] + .ago").forEach(function (span) {
+      var at = Date.parse(span.previousElementSibling.getAttribute("datetime"));
+      if (!isNaN(at)) span.textContent = "(" + ago((now - at) / 1000) + ")";
+    });
+  }
+  setInterval(refreshAgo, 30000);
+
   source.addEventListener("post", function (e) { addPost(JSON.parse(e.data)); });
   source.addEventListener("working", function (e) { showWorking(JSON.parse(e.data)); });
   source.addEventListener("holds", function (e) { showHolds(JSON.parse(e.data)); });
