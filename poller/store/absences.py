@@ -75,7 +75,7 @@ def active(s: Session, agent_ids: Iterable[int]) -> dict[int, Absence]:
     ids = sorted(set(agent_ids))
     if not ids:
         return {}
-    rows = s.connection().execute(_ACTIVE.where(A.c.agent_id.in_(ids)).order_by(A.c.id))
+    rows = s.connection().execute(_ACTIVE_OF, {"ids": ids})
     return {r.agent_id: Absence.from_row(r) for r in rows}
 
 
@@ -212,8 +212,13 @@ def call_back(s: Session, activity_id: int, by: int, now: dt.datetime) -> None:
 
 def due(s: Session, now: dt.datetime, limit: int = 100) -> list[Absence]:
     """Absences whose time is up (or that were called back), soonest first."""
-    q = _ACTIVE.where(A.c.due_at <= now).order_by(A.c.due_at, A.c.id).limit(limit)
-    return [Absence.from_row(r) for r in s.connection().execute(q)]
+    return [Absence.from_row(r) for r in s.connection().execute(_DUE, {"now": now, "limit": limit})]
+
+
+_ACTIVE_OF = (_ACTIVE.where(A.c.agent_id.in_(sa.bindparam("ids", expanding=True)))
+              .order_by(A.c.id))
+_DUE = (_ACTIVE.where(A.c.due_at <= sa.bindparam("now", type_=A.c.due_at.type))
+        .order_by(A.c.due_at, A.c.id).limit(sa.bindparam("limit")))
 
 
 def claim_return(s: Session, absence: Absence, holder: str, now: dt.datetime,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple, Optional, Sequence
 
@@ -114,7 +115,7 @@ class Store:
 
     @staticmethod
     def _mood(s: Session, slug: str) -> Mood:
-        mood = s.scalar(sa.select(Mood).where(Mood.slug == slug))
+        mood = s.scalar(_statements().mood, {"slug": slug})
         if mood is None:
             raise errors.NotFound(f"no Mood {slug!r} (see `mood-poller mood list`)")
         return mood
@@ -309,7 +310,7 @@ class Store:
 
     @staticmethod
     def _participant(s: Session, handle: str) -> Participant:
-        p = s.scalar(sa.select(Participant).where(Participant.handle_key == (handle or "").lower()))
+        p = s.scalar(_statements().participant, {"key": (handle or "").lower()})
         if p is None:
             raise errors.NotFound(f"no person or agent {handle!r}")
         return p
@@ -589,7 +590,7 @@ def ingest(s: Session, counter: Optional[tokens.Counter], posts: Sequence[NewPos
         return []
     touch_cursor_tables(s)
     ids = list(s.scalars(
-        sa.insert(Post).returning(Post.id, sort_by_parameter_order=True),
+        _statements().insert_posts,
         [dict(mood_id=r.mood.id, sender_id=r.sender.id, created_at=r.post.at, text=r.text,
               kind=r.post.kind, reply_to=r.post.reply_to, tokens=r.tokens) for r in ready]))
     index_for_search(s, ids)
@@ -619,8 +620,7 @@ def index_for_search(s: Session, ids: Sequence[int]) -> None:
     transaction are consecutive on SQLite: one writer, each rowid the largest + 1."""
     if not ids or s.get_bind().dialect.name != "sqlite":
         return
-    s.execute(sa.text(f"INSERT INTO {SEARCH_TABLE} (rowid, text) SELECT id, text FROM posts "
-                      f"WHERE id BETWEEN :low AND :high"), {"low": min(ids), "high": max(ids)})
+    s.execute(_statements().index_posts, {"low": min(ids), "high": max(ids)})
 
 
 class _Addressed(NamedTuple):
@@ -663,8 +663,9 @@ def _reply_targets(s: Session, reply_to: Sequence[Optional[int]]) -> dict[int, t
     wanted = {r for r in reply_to if r is not None}
     if not wanted:
         return {}
-    q = sa.select(Post.id, Post.mood_id, Post.sender_id).where(Post.id.in_(wanted))
-    return {pid: (mood_id, sender_id) for pid, mood_id, sender_id in s.execute(q)}
+    return {pid: (mood_id, sender_id)
+            for pid, mood_id, sender_id in s.execute(_statements().reply_targets,
+                                                     {"ids": sorted(wanted)})}
 
 
 def _answered(targets: dict[int, tuple[int, int]], reply_to: Optional[int],
@@ -684,8 +685,8 @@ def _record_mentions(s: Session, posts: Sequence[_Addressed], ids: Sequence[int]
     talk = [(i, p) for i, p in zip(ids, posts) if p.post.kind == PostKind.POST]
     named = {i: text.mentioned_keys(p.text) for i, p in talk if p.post.mentions is None}
     keys = set().union(*named.values())
-    found = dict(s.execute(sa.select(Participant.handle_key, Participant.id)
-                           .where(Participant.handle_key.in_(keys))).all()) if keys else {}
+    found = dict(s.execute(_statements().handles,
+                           {"keys": sorted(keys)}).all()) if keys else {}
     rows = []
     for i, p in talk:
         mentioned = (dict(p.post.mentions) if p.post.mentions is not None
@@ -696,6 +697,36 @@ def _record_mentions(s: Session, posts: Sequence[_Addressed], ids: Sequence[int]
         rows += [dict(post_id=i, participant_id=pid, via=via) for pid, via in mentioned.items()]
     if rows:
         s.execute(sa.insert(Mention), rows)
+
+
+class _Statements(NamedTuple):
+    mood: sa.Select
+    participant: sa.Select
+    insert_posts: sa.Insert
+    index_posts: sa.TextClause
+    reply_targets: sa.Select
+    handles: sa.Select
+    cursor_lock: sa.TextClause
+    notify: sa.TextClause
+
+
+@functools.cache
+def _statements() -> _Statements:
+    """The statements a post's way in runs, built at their first use (not at import: a
+    command that writes one post starts faster) and kept, their values bound at execution:
+    SQLAlchemy then neither builds them again nor computes their cache keys."""
+    return _Statements(
+        mood=sa.select(Mood).where(Mood.slug == sa.bindparam("slug")),
+        participant=sa.select(Participant).where(Participant.handle_key == sa.bindparam("key")),
+        insert_posts=sa.insert(Post).returning(Post.id, sort_by_parameter_order=True),
+        index_posts=sa.text(f"INSERT INTO {SEARCH_TABLE} (rowid, text) SELECT id, text FROM "
+                            f"posts WHERE id BETWEEN :low AND :high"),
+        reply_targets=sa.select(Post.id, Post.mood_id, Post.sender_id)
+        .where(Post.id.in_(sa.bindparam("ids", expanding=True))),
+        handles=sa.select(Participant.handle_key, Participant.id)
+        .where(Participant.handle_key.in_(sa.bindparam("keys", expanding=True))),
+        cursor_lock=sa.text("SELECT pg_advisory_xact_lock(:k)"),
+        notify=sa.text(f"NOTIFY {bell.CHANNEL}"))
 
 
 # -- Append-only tables read by cursor ---------------------------------------------------
@@ -724,9 +755,9 @@ def touch_cursor_tables(session: Session) -> None:
     if session.get_bind().dialect.name != "postgresql":
         return
     # Taken again at every flush: a savepoint rolled back may have released it.
-    session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": CURSOR_TABLES_LOCK})
+    session.execute(_statements().cursor_lock, {"k": CURSOR_TABLES_LOCK})
     if first:  # delivered to the LISTENing loops when (and only if) this commits
-        session.execute(sa.text(f"NOTIFY {bell.CHANNEL}"))
+        session.execute(_statements().notify)
 
 
 # A commit that added posts, sign-ins or settings wakes the loops at once (see

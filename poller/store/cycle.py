@@ -21,7 +21,8 @@ from sqlalchemy.orm import Session
 from poller import settings
 from poller.kinds import IN_FLIGHT, ParticipantKind, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, Cursor, DecisionRow, Flag, Handoff, Lease, Listener, Mention,
-                           Mood, Owed, Participant, Post, Setting, SignIn, Turn, Wake, WakeAnswer)
+                           Mood, Owed, Participant, Post, Quarantine, Setting, SignIn, Turn, Wake,
+                           WakeAnswer)
 from poller import procs
 from poller.store import core
 from poller.procs import pid_alive
@@ -90,7 +91,12 @@ def drop_lease(s: Session, name: str, holder: str) -> None:
 
 def claim_cursor(s: Session, name: str) -> Optional[Cursor]:
     """The cursor row, locked for this transaction; None if another poller has it."""
-    return s.scalar(skip_locked(s, sa.select(Cursor).where(Cursor.name == name)))
+    pg = s.get_bind().dialect.name == "postgresql"
+    return s.scalar(_CLAIM_CURSOR_PG if pg else _CLAIM_CURSOR, {"name": name})
+
+
+_CLAIM_CURSOR = sa.select(Cursor).where(Cursor.name == sa.bindparam("name"))
+_CLAIM_CURSOR_PG = _CLAIM_CURSOR.with_for_update(skip_locked=True)
 
 
 def advance_cursor(s: Session, cursor: Cursor, value: int, now: dt.datetime) -> None:
@@ -110,8 +116,11 @@ def unread(s: Session, name: str) -> bool:
     cur = s.get(Cursor, name)
     if cur is None:
         return True
-    table = CURSOR_TABLES[name]
-    return s.scalar(sa.select(table.id).where(table.id > cur.value).limit(1)) is not None
+    return s.scalar(_UNREAD[name], {"after": cur.value}) is not None
+
+
+_UNREAD = {name: sa.select(table.id).where(table.id > sa.bindparam("after")).limit(1)
+           for name, table in CURSOR_TABLES.items()}
 
 
 @dataclass(frozen=True)
@@ -153,13 +162,21 @@ def mentions_before(s: Session, agent_id: int, mood_id: int, upto_id: int) -> in
 
 
 def post_text(s: Session, post_id: int) -> str:
-    return s.scalar(sa.select(Post.text).where(Post.id == post_id)) or ""
+    return s.scalar(_POST_TEXT, {"p": post_id}) or ""
+
+
+_POST_TEXT = sa.select(Post.text).where(Post.id == sa.bindparam("p"))
 
 
 def turns_here(s: Session, agent_id: int, mood_id: int) -> list[Wake]:
     """The agent's turns pending or running in the Mood, locked."""
-    return list(s.scalars(for_update(s, sa.select(Wake).where(
-        Wake.agent_id == agent_id, Wake.mood_id == mood_id, Wake.status.in_(IN_FLIGHT)))))
+    pg = s.get_bind().dialect.name == "postgresql"
+    return list(s.scalars(_TURNS_HERE_PG if pg else _TURNS_HERE, {"a": agent_id, "m": mood_id}))
+
+
+_TURNS_HERE = sa.select(Wake).where(Wake.agent_id == sa.bindparam("a"),
+                                    Wake.mood_id == sa.bindparam("m"), Wake.status.in_(IN_FLIGHT))
+_TURNS_HERE_PG = _TURNS_HERE.with_for_update()
 
 
 def mood_slugs(s: Session) -> dict[int, str]:
@@ -168,13 +185,16 @@ def mood_slugs(s: Session) -> dict[int, str]:
 
 
 def moods_people_spoke_in(s: Session, since: dt.datetime) -> list[RecentMood]:
-    q = (sa.select(Post.mood_id, sa.func.max(Post.created_at).label("at"),
-                   sa.func.max(Post.id).label("post_id"))
-         .join(Participant, Participant.id == Post.sender_id)
-         .where(Participant.kind == ParticipantKind.PERSON, Post.kind == PostKind.POST,
-                Post.created_at > since)
-         .group_by(Post.mood_id))
-    return [RecentMood(r.mood_id, r.at, r.post_id) for r in s.execute(q)]
+    return [RecentMood(r.mood_id, r.at, r.post_id)
+            for r in s.execute(_PEOPLE_SPOKE, {"since": since})]
+
+
+_PEOPLE_SPOKE = (sa.select(Post.mood_id, sa.func.max(Post.created_at).label("at"),
+                           sa.func.max(Post.id).label("post_id"))
+                 .join(Participant, Participant.id == Post.sender_id)
+                 .where(Participant.kind == ParticipantKind.PERSON, Post.kind == PostKind.POST,
+                        Post.created_at > sa.bindparam("since", type_=Post.created_at.type))
+                 .group_by(Post.mood_id))
 
 
 def max_id(s: Session, column) -> int:
@@ -266,8 +286,11 @@ class SettingsCache:
 
 def agents(s: Session) -> dict[int, AgentInfo]:
     """Every agent, by participant id."""
-    q = sa.select(Participant, Agent).join(Agent, Agent.participant_id == Participant.id).where(Agent.retired_at.is_(None))
-    return {p.id: AgentInfo.from_rows(p, a) for p, a in s.execute(q)}
+    return {p.id: AgentInfo.from_rows(p, a) for p, a in s.execute(_EVERY_AGENT)}
+
+
+_EVERY_AGENT = (sa.select(Participant, Agent).join(Agent, Agent.participant_id == Participant.id)
+                .where(Agent.retired_at.is_(None)))
 
 
 def listeners_for(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], Listener]:
@@ -354,18 +377,17 @@ def add_owed(s: Session, owed: Iterable[tuple[int, int, int]]) -> None:
 
 
 def owed_posts(s: Session, agent_id: int, mood_id: int) -> list[int]:
-    q = (sa.select(Owed.post_id).where(Owed.agent_id == agent_id, Owed.mood_id == mood_id)
-         .order_by(Owed.post_id))
-    return list(s.scalars(q))
+    return list(s.scalars(_OWED_HERE, {"a": agent_id, "m": mood_id}))
 
 
 # -- Wakes -----------------------------------------------------------------------------
 
 
 def in_flight_here(s: Session, agent_id: int, mood_id: int) -> Optional[Wake]:
-    q = (sa.select(Wake).where(Wake.agent_id == agent_id, Wake.mood_id == mood_id,
-                               Wake.status.in_(IN_FLIGHT)).limit(1))
-    return s.scalar(q)
+    return s.scalar(_IN_FLIGHT_HERE, {"a": agent_id, "m": mood_id})
+
+
+_IN_FLIGHT_HERE = _TURNS_HERE.limit(1)
 
 
 @dataclass(frozen=True)
@@ -385,20 +407,27 @@ def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, 
     one when it answers them (*taking_over*: those wakes): a post is answered by
     one wake at a time."""
     conn = s.connection()
-    wake_id = conn.execute(sa.insert(Wake.__table__).values(
+    wake_id = conn.execute(_ADD_WAKE, dict(
         agent_id=agent_id, mood_id=mood_id, kind=kind, tools=tools, status="pending",
         created_at=now, text=text, prompt_tokens=prompt_tokens, dial_source=dial_source,
         about_id=about_id, seen_id=seen_id, host=procs.HOST, error="")).inserted_primary_key[0]
     if answers and taking_over:
-        wa = WakeAnswer.__table__
-        conn.execute(sa.delete(wa).where(wa.c.wake_id.in_(list(taking_over)),
-                                         wa.c.post_id.in_(answers)))
+        conn.execute(_TAKE_OVER, {"wakes": list(taking_over), "posts": list(answers)})
     if answers:
-        conn.execute(sa.insert(WakeAnswer.__table__),
+        conn.execute(_ADD_ANSWERS,
                      [dict(wake_id=wake_id, post_id=p, agent_id=agent_id) for p in answers])
-        conn.execute(sa.delete(Owed.__table__).where(Owed.__table__.c.agent_id == agent_id,
-                                                     Owed.__table__.c.post_id.in_(answers)))
+        conn.execute(_PAID, {"a": agent_id, "posts": list(answers)})
     return Recorded(wake_id)
+
+
+_ADD_WAKE = sa.insert(Wake.__table__)
+_ADD_ANSWERS = sa.insert(WakeAnswer.__table__)
+_TAKE_OVER = sa.delete(WakeAnswer.__table__).where(
+    WakeAnswer.__table__.c.wake_id.in_(sa.bindparam("wakes", expanding=True)),
+    WakeAnswer.__table__.c.post_id.in_(sa.bindparam("posts", expanding=True)))
+_PAID = sa.delete(Owed.__table__).where(
+    Owed.__table__.c.agent_id == sa.bindparam("a"),
+    Owed.__table__.c.post_id.in_(sa.bindparam("posts", expanding=True)))
 
 
 def left_unanswered(s: Session, agent_id: int, mood_id: int,
@@ -409,26 +438,25 @@ def left_unanswered(s: Session, agent_id: int, mood_id: int,
     Until a wake answers them in their place (:func:`add_wake`'s *taking_over*)
     they are shown as owed (``status``, ``why``); the next mention here, or the
     follow-up, answers them."""
-    from poller.models import Quarantine
-
-    held = s.scalars(sa.select(Quarantine.ref).where(
-        Quarantine.kind == CUT_OFF_HELD, Quarantine.agent_id == agent_id,
-        Quarantine.mood_id == mood_id))
+    held = s.scalars(_HELD, {"a": agent_id, "m": mood_id})
     ids = {int(r) for r in held if r.isdigit()} | ({followup_of} if followup_of else set())
     if not ids:
         return {}
-    q = (sa.select(WakeAnswer.wake_id, WakeAnswer.post_id)
-         .join(Wake, Wake.id == WakeAnswer.wake_id)
-         .where(WakeAnswer.wake_id.in_(ids), Wake.status == WakeStatus.CUT_OFF,
-                Wake.reply_post_id.is_(None))
-         .order_by(WakeAnswer.post_id))
     out: dict[int, list[int]] = {}
-    for wake_id, post_id in s.execute(q):
+    for wake_id, post_id in s.execute(_UNANSWERED, {"ids": list(ids)}):
         out.setdefault(wake_id, []).append(post_id)
     return out
 
 
 CUT_OFF_HELD = "cut-off"  # the quarantine's kind for a follow-up cut off too
+_HELD = sa.select(Quarantine.ref).where(Quarantine.kind == CUT_OFF_HELD,
+                                        Quarantine.agent_id == sa.bindparam("a"),
+                                        Quarantine.mood_id == sa.bindparam("m"))
+_UNANSWERED = (sa.select(WakeAnswer.wake_id, WakeAnswer.post_id)
+               .join(Wake, Wake.id == WakeAnswer.wake_id)
+               .where(WakeAnswer.wake_id.in_(sa.bindparam("ids", expanding=True)),
+                      Wake.status == WakeStatus.CUT_OFF, Wake.reply_post_id.is_(None))
+               .order_by(WakeAnswer.post_id))
 
 
 def release_cut_offs(s: Session, wake_ids: Sequence[int]) -> None:
@@ -440,8 +468,11 @@ def release_cut_offs(s: Session, wake_ids: Sequence[int]) -> None:
 
 
 def answers(s: Session, wake_id: int) -> list[int]:
-    q = sa.select(WakeAnswer.post_id).where(WakeAnswer.wake_id == wake_id).order_by(WakeAnswer.post_id)
-    return list(s.scalars(q))
+    return list(s.scalars(_ANSWERS, {"w": wake_id}))
+
+
+_ANSWERS = (sa.select(WakeAnswer.post_id).where(WakeAnswer.wake_id == sa.bindparam("w"))
+            .order_by(WakeAnswer.post_id))
 
 
 # -- Decisions ---------------------------------------------------------------------------
@@ -460,11 +491,14 @@ def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome:
     if wake_id is None and merge:
         last = conn.execute(_LATEST_DECISION, {"a": agent_id, "m": mood_id, "k": kind}).first()
         if last is not None and last.wake_id is None and (last.outcome, last.reason) == (outcome, reason):
-            conn.execute(sa.update(d).where(d.c.id == last.id).values(
-                last_at=now, next_due=next_due, count=d.c.count + 1,
-                **({"detail": detail} if detail else {})))
+            if detail:
+                conn.execute(_EXTEND_DECISION_DETAIL, {"k_id": last.id, "last_at": now,
+                                                       "next_due": next_due, "detail": detail})
+            else:
+                conn.execute(_EXTEND_DECISION, {"k_id": last.id, "last_at": now,
+                                                "next_due": next_due})
             return False
-    conn.execute(sa.insert(d).values(agent_id=agent_id, mood_id=mood_id, kind=kind,
+    conn.execute(_ADD_DECISION, dict(agent_id=agent_id, mood_id=mood_id, kind=kind,
                                      outcome=outcome, reason=reason, next_due=next_due,
                                      wake_id=wake_id, at=now, last_at=now, count=1,
                                      detail=detail))
@@ -472,6 +506,11 @@ def record_decision(s: Session, agent_id: int, mood_id: int, kind: str, outcome:
 
 
 _D = DecisionRow.__table__
+_ADD_DECISION = sa.insert(_D)
+_EXTEND_DECISION = (sa.update(_D).where(_D.c.id == sa.bindparam("k_id"))
+                    .values(last_at=sa.bindparam("last_at"), next_due=sa.bindparam("next_due"),
+                            count=_D.c.count + 1))
+_EXTEND_DECISION_DETAIL = _EXTEND_DECISION.values(detail=sa.bindparam("detail"))
 _LATEST_DECISION = (sa.select(_D.c.id, _D.c.outcome, _D.c.reason, _D.c.wake_id)
                     .where(_D.c.agent_id == sa.bindparam("a"), _D.c.mood_id == sa.bindparam("m"),
                            _D.c.kind == sa.bindparam("k"))
@@ -513,22 +552,27 @@ class PostEvent:
 
 def new_posts(s: Session, after_id: int, limit: int) -> list[PostEvent]:
     """Posts after *after_id* with their sender's kind and trust, oldest first."""
-    q = (sa.select(Post.id, Post.mood_id, Post.sender_id, Post.created_at, Post.kind,
-                   Participant.kind.label("sender_kind"), Participant.trust)
-         .join(Participant, Participant.id == Post.sender_id)
-         .where(Post.id > after_id).order_by(Post.id).limit(limit))
     return [PostEvent(r.id, r.mood_id, r.sender_id, r.created_at, r.kind, r.sender_kind, r.trust)
-            for r in s.execute(q)]
+            for r in s.execute(_NEW_POSTS, {"after": after_id, "limit": limit})]
+
+
+_NEW_POSTS = (sa.select(Post.id, Post.mood_id, Post.sender_id, Post.created_at, Post.kind,
+                        Participant.kind.label("sender_kind"), Participant.trust)
+              .join(Participant, Participant.id == Post.sender_id)
+              .where(Post.id > sa.bindparam("after")).order_by(Post.id)
+              .limit(sa.bindparam("limit")))
 
 
 def mentions_between(s: Session, lo: int, hi: int, agent_ids: set[int]) -> dict[int, set[int]]:
-    q = sa.select(Mention.post_id, Mention.participant_id).where(
-        Mention.post_id > lo, Mention.post_id <= hi)
     out: dict[int, set[int]] = {}
-    for post_id, pid in s.execute(q):
+    for post_id, pid in s.execute(_MENTIONS_BETWEEN, {"lo": lo, "hi": hi}):
         if pid in agent_ids:
             out.setdefault(post_id, set()).add(pid)
     return out
+
+
+_MENTIONS_BETWEEN = sa.select(Mention.post_id, Mention.participant_id).where(
+    Mention.post_id > sa.bindparam("lo"), Mention.post_id <= sa.bindparam("hi"))
 
 
 @dataclass(frozen=True)
@@ -540,9 +584,13 @@ class SignInEvent:
 
 
 def new_signins(s: Session, after_id: int, limit: int) -> list[SignInEvent]:
-    q = (sa.select(SignIn.id, SignIn.participant_id, SignIn.mood_id, SignIn.at)
-         .where(SignIn.id > after_id).order_by(SignIn.id).limit(limit))
-    return [SignInEvent(r.id, r.participant_id, r.mood_id, r.at) for r in s.execute(q)]
+    return [SignInEvent(r.id, r.participant_id, r.mood_id, r.at)
+            for r in s.execute(_NEW_SIGNINS, {"after": after_id, "limit": limit})]
+
+
+_NEW_SIGNINS = (sa.select(SignIn.id, SignIn.participant_id, SignIn.mood_id, SignIn.at)
+                .where(SignIn.id > sa.bindparam("after")).order_by(SignIn.id)
+                .limit(sa.bindparam("limit")))
 
 
 @dataclass(frozen=True)
@@ -612,7 +660,10 @@ def spent_since(s: Session, agent_id: int, mood_id: int, since: dt.datetime) -> 
 
 def post_texts(s: Session, post_ids: list[int]) -> dict[int, str]:
     """The text of each of *post_ids*."""
-    return dict(s.execute(sa.select(Post.id, Post.text).where(Post.id.in_(post_ids))).all())
+    return dict(s.execute(_POST_TEXTS, {"ids": list(post_ids)}).all())
+
+
+_POST_TEXTS = sa.select(Post.id, Post.text).where(Post.id.in_(sa.bindparam("ids", expanding=True)))
 
 
 def agent_posts_between(s: Session, mood_id: int, lo: int, hi: int, limit: int) -> int:
@@ -668,10 +719,13 @@ def senders(s: Session, post_ids: list[int]) -> list[SenderTrust]:
     """The kind and trust of whoever sent each of *post_ids*."""
     if not post_ids:
         return []
-    who = Participant.__table__
-    q = (sa.select(who.c.kind, who.c.trust).join(_P, _P.c.sender_id == who.c.id)
-         .where(_P.c.id.in_(post_ids)))
-    return [SenderTrust(kind, trust) for kind, trust in s.connection().execute(q)]
+    return [SenderTrust(kind, trust)
+            for kind, trust in s.connection().execute(_SENDERS, {"ids": list(post_ids)})]
+
+
+_SENDERS = (sa.select(Participant.__table__.c.kind, Participant.__table__.c.trust)
+            .join(_P, _P.c.sender_id == Participant.__table__.c.id)
+            .where(_P.c.id.in_(sa.bindparam("ids", expanding=True))))
 
 
 def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt.datetime,
@@ -687,8 +741,12 @@ def add_system_post(s: Session, mood_id: int, sender_id: int, body: str, now: dt
 
 def in_flight_on_host(s: Session) -> list[Wake]:
     """Turns this machine started or was to start, locked (busy ones skipped)."""
-    return list(s.scalars(skip_locked(s, sa.select(Wake).where(
-        Wake.status.in_(IN_FLIGHT), Wake.host == procs.HOST))))
+    pg = s.get_bind().dialect.name == "postgresql"
+    return list(s.scalars(_ON_HOST_PG if pg else _ON_HOST, {"host": procs.HOST}))
+
+
+_ON_HOST = sa.select(Wake).where(Wake.status.in_(IN_FLIGHT), Wake.host == sa.bindparam("host"))
+_ON_HOST_PG = _ON_HOST.with_for_update(skip_locked=True)
 
 
 @dataclass(frozen=True)
@@ -703,10 +761,13 @@ class InFlight:
 
 def in_flight_here_unlocked(s: Session) -> list[InFlight]:
     """Turns this machine started or was to start, read without locking them."""
-    w = Wake.__table__
-    q = sa.select(w.c.id, w.c.status, w.c.runner_pid, w.c.created_at).where(
-        w.c.status.in_(IN_FLIGHT), w.c.host == procs.HOST)
-    return [InFlight(*r) for r in s.connection().execute(q)]
+    return [InFlight(*r) for r in s.connection().execute(_IN_FLIGHT_ON_HOST, {"host": procs.HOST})]
+
+
+_IN_FLIGHT_ON_HOST = (sa.select(Wake.__table__.c.id, Wake.__table__.c.status,
+                                Wake.__table__.c.runner_pid, Wake.__table__.c.created_at)
+                      .where(Wake.__table__.c.status.in_(IN_FLIGHT),
+                             Wake.__table__.c.host == sa.bindparam("host")))
 
 
 @dataclass(frozen=True)
@@ -719,31 +780,43 @@ class WakeState:
 
 
 def wake_state(s: Session, wake_id: int) -> Optional[WakeState]:
-    w = Wake.__table__
-    row = s.connection().execute(sa.select(w.c.status, w.c.host, w.c.runner_pid)
-                                 .where(w.c.id == wake_id)).first()
+    row = s.connection().execute(_WAKE_STATE, {"w": wake_id}).first()
     return None if row is None else WakeState(*row)
+
+
+_WAKE_STATE = (sa.select(Wake.__table__.c.status, Wake.__table__.c.host,
+                         Wake.__table__.c.runner_pid)
+               .where(Wake.__table__.c.id == sa.bindparam("w")))
 
 
 def any_silent_elsewhere(s: Session, stale: dt.datetime) -> bool:
     """Is a turn another machine runs silent since *stale*?  Read without locking."""
-    return s.scalar(sa.select(Wake.id).where(
-        Wake.status == WakeStatus.RUNNING, Wake.host != procs.HOST,
-        sa.func.coalesce(Wake.heartbeat_at, Wake.started_at) < stale).limit(1)) is not None
+    return s.scalar(_ANY_SILENT_ELSEWHERE, {"stale": stale, "host": procs.HOST}) is not None
 
 
 def silent_elsewhere(s: Session, stale: dt.datetime) -> list[Wake]:
     """Turns another machine runs whose heartbeat has been silent since *stale*."""
-    return list(s.scalars(skip_locked(s, sa.select(Wake).where(
-        Wake.status == WakeStatus.RUNNING, Wake.host != procs.HOST,
-        sa.func.coalesce(Wake.heartbeat_at, Wake.started_at) < stale))))
+    pg = s.get_bind().dialect.name == "postgresql"
+    return list(s.scalars(_SILENT_ELSEWHERE_PG if pg else _SILENT_ELSEWHERE,
+                          {"stale": stale, "host": procs.HOST}))
+
+
+_SILENT = (Wake.status == WakeStatus.RUNNING, Wake.host != sa.bindparam("host"),
+           sa.func.coalesce(Wake.heartbeat_at, Wake.started_at)
+           < sa.bindparam("stale", type_=Wake.started_at.type))
+_ANY_SILENT_ELSEWHERE = sa.select(Wake.id).where(*_SILENT).limit(1)
+_SILENT_ELSEWHERE = sa.select(Wake).where(*_SILENT)
+_SILENT_ELSEWHERE_PG = _SILENT_ELSEWHERE.with_for_update(skip_locked=True)
 
 
 def unstarted_elsewhere(s: Session, before: dt.datetime) -> list[int]:
     """Wakes another machine recorded before *before* and never started."""
-    return list(s.scalars(sa.select(Wake.id).where(
-        Wake.status == WakeStatus.PENDING, Wake.host != procs.HOST, Wake.runner_pid.is_(None),
-        Wake.created_at < before)))
+    return list(s.scalars(_UNSTARTED_ELSEWHERE, {"before": before, "host": procs.HOST}))
+
+
+_UNSTARTED_ELSEWHERE = sa.select(Wake.id).where(
+    Wake.status == WakeStatus.PENDING, Wake.host != sa.bindparam("host"), Wake.runner_pid.is_(None),
+    Wake.created_at < sa.bindparam("before", type_=Wake.created_at.type))
 
 
 def fingerprint(s: Session, l: Listener, now: dt.datetime) -> tuple:

@@ -103,12 +103,9 @@ def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
         return {}
     s.flush()
     conn = s.connection()
-    q = sa.select(*(LISTENERS.c[name] for name in COLUMNS)).where(
-        LISTENERS.c.mood_id.in_({m for _, m in pairs}))
-    if conn.dialect.name == "postgresql":
-        q = q.with_for_update()
+    q = _IN_MOODS_PG if conn.dialect.name == "postgresql" else _IN_MOODS
     found = {}
-    for row in conn.execute(q):
+    for row in conn.execute(q, {"moods": sorted({m for _, m in pairs})}):
         pair = (row.agent_id, row.mood_id)
         if pair in pairs:
             found[pair] = ListenerRow(row)
@@ -117,6 +114,21 @@ def listeners(s: Session, pairs: set[Pair]) -> dict[Pair, ListenerRow]:
     return found
 
 
+# Statements built once, their values bound at execution (see poller.store.reads).
+_ALL = sa.select(*(LISTENERS.c[name] for name in COLUMNS))
+_IN_MOODS = _ALL.where(LISTENERS.c.mood_id.in_(sa.bindparam("moods", expanding=True)))
+_IN_MOODS_PG = _IN_MOODS.with_for_update()
+_ONE = _ALL.where(LISTENERS.c.agent_id == sa.bindparam("a"),
+                  LISTENERS.c.mood_id == sa.bindparam("m"))
+_ONE_PG = _ONE.with_for_update(skip_locked=True)
+_DUE_OF = _ALL.where(sa.tuple_(LISTENERS.c.agent_id, LISTENERS.c.mood_id)
+                     .in_(sa.bindparam("pairs", expanding=True)),
+                     LISTENERS.c.due_at <= sa.bindparam("now", type_=LISTENERS.c.due_at.type))
+_DUE_OF_PG = _DUE_OF.with_for_update(skip_locked=True)
+
+
+
+_INSERT = sa.insert(LISTENERS)
 
 
 def _update(dialect, columns: tuple[str, ...]) -> tuple[str, tuple]:
@@ -158,11 +170,8 @@ def claim_one(s: Session, agent_id: int, mood_id: int) -> Optional[ListenerRow]:
     (PostgreSQL) another poller holds it now."""
     s.flush()
     conn = s.connection()
-    q = sa.select(*(LISTENERS.c[name] for name in COLUMNS)).where(
-        LISTENERS.c.agent_id == agent_id, LISTENERS.c.mood_id == mood_id)
-    if conn.dialect.name == "postgresql":
-        q = q.with_for_update(skip_locked=True)
-    row = conn.execute(q).first()
+    q = _ONE_PG if conn.dialect.name == "postgresql" else _ONE
+    row = conn.execute(q, {"a": agent_id, "m": mood_id}).first()
     return None if row is None else ListenerRow(row)
 
 
@@ -188,7 +197,7 @@ def save(s: Session, rows: Iterable[ListenerRow]) -> None:
                 left = [i for i in range(len(MUTABLE)) if i not in touched]
                 rest = _picker(left) if left else None
     if new:
-        conn.execute(sa.insert(LISTENERS), new)
+        conn.execute(_INSERT, new)
     if changed:
         which = sorted(touched)
         sql, convert = _update(conn.dialect, tuple(MUTABLE[i] for i in which))
@@ -278,8 +287,7 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime, screening: bool = Fal
     claimed = list(listeners)
     agents = sorted({a for a, _ in claimed})
     if agents and conn.dialect.name == "postgresql":
-        conn.execute(sa.select(Agent.participant_id).where(Agent.participant_id.in_(agents))
-                     .order_by(Agent.participant_id).with_for_update())
+        conn.execute(_LOCK_AGENTS, {"agents": agents})
     batch = Batch(now, listeners, _moods(conn, {m for _, m in claimed}),
                   {a: Load() for a in agents}, _latest(conn, claimed))
     if claimed:
@@ -292,16 +300,18 @@ def claim(s: Session, pairs: list[Pair], now: dt.datetime, screening: bool = Fal
     return batch
 
 
+_AGENTS = Agent.__table__
+_LOCK_AGENTS = (sa.select(_AGENTS.c.participant_id)
+                .where(_AGENTS.c.participant_id.in_(sa.bindparam("agents", expanding=True)))
+                .order_by(_AGENTS.c.participant_id).with_for_update())
+
+
 def _claim_listeners(conn, pairs: list[Pair], now: dt.datetime) -> dict[Pair, ListenerRow]:
     if not pairs:
         return {}
-    q = (sa.select(*(LISTENERS.c[name] for name in COLUMNS))
-         .where(sa.tuple_(LISTENERS.c.agent_id, LISTENERS.c.mood_id).in_(pairs),
-                LISTENERS.c.due_at <= now))
-    if conn.dialect.name == "postgresql":
-        q = q.with_for_update(skip_locked=True)
+    q = _DUE_OF_PG if conn.dialect.name == "postgresql" else _DUE_OF
     found = {}
-    for row in conn.execute(q):
+    for row in conn.execute(q, {"pairs": list(pairs), "now": now}):
         l = ListenerRow(row)
         found[(l.agent_id, l.mood_id)] = l
     return found
@@ -310,21 +320,20 @@ def _claim_listeners(conn, pairs: list[Pair], now: dt.datetime) -> dict[Pair, Li
 def _moods(conn, mood_ids: set[int]) -> dict[int, MoodInfo]:
     if not mood_ids:
         return {}
-    t = Mood.__table__
-    q = sa.select(t.c.id, t.c.slug, t.c.title, t.c.archived, t.c.created_at,
-                  t.c.typing_at).where(t.c.id.in_(mood_ids))
     return {r.id: MoodInfo(r.id, r.slug, r.title, r.archived, r.created_at,
-                           r.typing_at and _aware(r.typing_at)) for r in conn.execute(q)}
+                           r.typing_at and _aware(r.typing_at))
+            for r in conn.execute(_MOODS, {"ids": sorted(mood_ids)})}
+
+
+_M = Mood.__table__
+_MOODS = sa.select(_M.c.id, _M.c.slug, _M.c.title, _M.c.archived, _M.c.created_at,
+                   _M.c.typing_at).where(_M.c.id.in_(sa.bindparam("ids", expanding=True)))
 
 
 def _owed(conn, batch: Batch, pairs: list[Pair]) -> None:
     """The posts each pair owes, oldest first, and whether a person or an agent sent each."""
-    o, p, who = Owed.__table__, Post.__table__, Participant.__table__
-    q = (sa.select(o.c.agent_id, o.c.mood_id, o.c.post_id, who.c.kind)
-         .join(p, p.c.id == o.c.post_id).join(who, who.c.id == p.c.sender_id)
-         .where(sa.tuple_(o.c.agent_id, o.c.mood_id).in_(pairs)).order_by(o.c.post_id))
     owed: dict[Pair, tuple[list[int], list[str]]] = {}
-    for agent_id, mood_id, post_id, kind in conn.execute(q):
+    for agent_id, mood_id, post_id, kind in conn.execute(_OWED, {"pairs": list(pairs)}):
         posts, kinds = owed.setdefault((agent_id, mood_id), ([], []))
         posts.append(post_id)
         kinds.append(kind)
@@ -333,45 +342,58 @@ def _owed(conn, batch: Batch, pairs: list[Pair]) -> None:
         l.owed, l.sender_kinds = posts, kinds
 
 
+_O, _P, _WHO, _W, _D = (Owed.__table__, Post.__table__, Participant.__table__, Wake.__table__,
+                        DecisionRow.__table__)
+_OWED = (sa.select(_O.c.agent_id, _O.c.mood_id, _O.c.post_id, _WHO.c.kind)
+         .join(_P, _P.c.id == _O.c.post_id).join(_WHO, _WHO.c.id == _P.c.sender_id)
+         .where(sa.tuple_(_O.c.agent_id, _O.c.mood_id).in_(sa.bindparam("pairs", expanding=True)))
+         .order_by(_O.c.post_id))
+
+
 def _wakes(conn, batch: Batch, agents: list[int], now: dt.datetime, screening: bool) -> None:
     """The agents' turns in flight, and their wakes in the last hour (considers by Mood)."""
-    w = Wake.__table__
-    busy = sa.select(w.c.agent_id, w.c.mood_id).where(w.c.agent_id.in_(agents),
-                                                      w.c.status.in_(IN_FLIGHT))
-    for agent_id, mood_id in conn.execute(busy):
+    for agent_id, mood_id in conn.execute(_BUSY, {"agents": agents}):
         load = batch.load[agent_id]
         load.running += 1
         load.here.add(mood_id)
-    recent = sa.select(w.c.agent_id, w.c.mood_id, w.c.kind, w.c.created_at).where(
-        w.c.agent_id.in_(agents), w.c.created_at > now - HOUR)
     considers: dict[Pair, list[dt.datetime]] = {}
-    for agent_id, mood_id, kind, at in conn.execute(recent):
+    for agent_id, mood_id, kind, at in conn.execute(_RECENT, {"agents": agents,
+                                                              "since": now - HOUR}):
         batch.load[agent_id].woke.append(at)
         if kind == WakeKind.CONSIDER:
             considers.setdefault((agent_id, mood_id), []).append(at)
     # A consider the screen turned away spent a consider too (each is its own row):
     # the screen is asked no more often than the agent would have been woken.
-    d = DecisionRow.__table__
-    screened = sa.select(d.c.agent_id, d.c.mood_id, d.c.at).where(
-        sa.tuple_(d.c.agent_id, d.c.mood_id).in_(list(batch.listeners)),
-        d.c.kind == WakeKind.CONSIDER, d.c.reason == SCREENED_OUT, d.c.at > now - HOUR)
-    for agent_id, mood_id, at in (conn.execute(screened) if screening else ()):
+    screened = (conn.execute(_SCREENED, {"pairs": list(batch.listeners), "since": now - HOUR})
+                if screening else ())
+    for agent_id, mood_id, at in screened:
         considers.setdefault((agent_id, mood_id), []).append(_aware(at))
     for pair, times in considers.items():
         if pair in batch.listeners:
             batch.listeners[pair].considers = tuple(times)
 
 
+_OF_AGENTS = _W.c.agent_id.in_(sa.bindparam("agents", expanding=True))
+_BUSY = sa.select(_W.c.agent_id, _W.c.mood_id).where(_OF_AGENTS, _W.c.status.in_(IN_FLIGHT))
+_RECENT = sa.select(_W.c.agent_id, _W.c.mood_id, _W.c.kind, _W.c.created_at).where(
+    _OF_AGENTS, _W.c.created_at > sa.bindparam("since", type_=_W.c.created_at.type))
+_SCREENED = sa.select(_D.c.agent_id, _D.c.mood_id, _D.c.at).where(
+    sa.tuple_(_D.c.agent_id, _D.c.mood_id).in_(sa.bindparam("pairs", expanding=True)),
+    _D.c.kind == WakeKind.CONSIDER, _D.c.reason == SCREENED_OUT,
+    _D.c.at > sa.bindparam("since", type_=_D.c.at.type))
+
+
 def _floor(conn, batch: Batch) -> None:
     """The unprompted turns in flight in the batch's Moods, whoever's they are."""
-    w, who = Wake.__table__, Participant.__table__
-    q = (sa.select(w.c.mood_id, w.c.agent_id, who.c.handle)
-         .join(who, who.c.id == w.c.agent_id)
-         .where(w.c.mood_id.in_(list(batch.moods)), w.c.status.in_(IN_FLIGHT),
-                w.c.kind.in_(sorted(UNPROMPTED)))
-         .order_by(w.c.id))
-    for mood_id, agent_id, handle in conn.execute(q):
+    for mood_id, agent_id, handle in conn.execute(_FLOOR, {"moods": list(batch.moods)}):
         batch.took_floor(agent_id, handle, mood_id)
+
+
+_FLOOR = (sa.select(_W.c.mood_id, _W.c.agent_id, _WHO.c.handle)
+          .join(_WHO, _WHO.c.id == _W.c.agent_id)
+          .where(_W.c.mood_id.in_(sa.bindparam("moods", expanding=True)),
+                 _W.c.status.in_(IN_FLIGHT), _W.c.kind.in_(sorted(UNPROMPTED)))
+          .order_by(_W.c.id))
 
 
 def _spoke(conn, batch: Batch) -> None:
@@ -382,13 +404,15 @@ def _spoke(conn, batch: Batch) -> None:
     crowded = [pair for pair in batch.listeners if per_mood[pair[1]] > 1]
     if not crowded:
         return
-    p = Post.__table__
-    q = (sa.select(p.c.sender_id, p.c.mood_id, sa.func.max(p.c.created_at))
-         .where(sa.tuple_(p.c.sender_id, p.c.mood_id).in_(crowded), p.c.kind == PostKind.POST)
-         .group_by(p.c.sender_id, p.c.mood_id))
-    for agent_id, mood_id, at in conn.execute(q):
+    for agent_id, mood_id, at in conn.execute(_SPOKE, {"pairs": crowded}):
         if at is not None:
             batch.spoke[(agent_id, mood_id)] = _aware(at)
+
+
+_SPOKE = (sa.select(_P.c.sender_id, _P.c.mood_id, sa.func.max(_P.c.created_at))
+          .where(sa.tuple_(_P.c.sender_id, _P.c.mood_id).in_(sa.bindparam("pairs", expanding=True)),
+                 _P.c.kind == PostKind.POST)
+          .group_by(_P.c.sender_id, _P.c.mood_id))
 
 
 CALM_WINDOW = dt.timedelta(hours=12)  # calm older than the longest rest changes nothing
@@ -402,17 +426,12 @@ def _calm(conn, batch: Batch, now: dt.datetime, screening: bool) -> None:
                     if l.consider_from_id and l.consider_due_at and l.consider_due_at <= now})
     if not moods:
         return
-    w, d = Wake.__table__, DecisionRow.__table__
-    q = (sa.select(w.c.mood_id, w.c.kind, w.c.status, w.c.finished_at)
-         .where(w.c.mood_id.in_(moods), w.c.status.in_(FINISHED),
-                w.c.created_at > now - CALM_WINDOW))
-    events = [(m, _aware(at), k, st) for m, k, st, at in conn.execute(q) if at is not None]
+    params = {"moods": moods, "since": now - CALM_WINDOW}
+    events = [(m, _aware(at), k, st) for m, k, st, at in conn.execute(_FINISHED_IN, params)
+              if at is not None]
     if screening:
-        q = sa.select(d.c.mood_id, d.c.at).where(
-            d.c.mood_id.in_(moods), d.c.kind == WakeKind.CONSIDER, d.c.reason == SCREENED_OUT,
-            d.c.at > now - CALM_WINDOW)
         events += [(m, _aware(at), WakeKind.CONSIDER, WakeStatus.SILENT)
-                   for m, at in conn.execute(q)]
+                   for m, at in conn.execute(_SCREENED_IN, params)]
     open_moods = set(moods)
     for mood_id, at, kind, status in sorted(events, key=lambda e: (e[0], e[1]), reverse=True):
         if mood_id not in open_moods:
@@ -422,6 +441,15 @@ def _calm(conn, batch: Batch, now: dt.datetime, screening: bool) -> None:
             batch.calm[mood_id] = (turns + 1, last or at)
         elif kind == WakeKind.MENTION or (kind in UNPROMPTED and status == WakeStatus.REPLIED):
             open_moods.discard(mood_id)
+
+
+_IN_MOODS_OF = sa.bindparam("moods", expanding=True)
+_FINISHED_IN = (sa.select(_W.c.mood_id, _W.c.kind, _W.c.status, _W.c.finished_at)
+                .where(_W.c.mood_id.in_(_IN_MOODS_OF), _W.c.status.in_(FINISHED),
+                       _W.c.created_at > sa.bindparam("since", type_=_W.c.created_at.type)))
+_SCREENED_IN = sa.select(_D.c.mood_id, _D.c.at).where(
+    _D.c.mood_id.in_(_IN_MOODS_OF), _D.c.kind == WakeKind.CONSIDER, _D.c.reason == SCREENED_OUT,
+    _D.c.at > sa.bindparam("since", type_=_D.c.at.type))
 
 
 def _aware(at) -> dt.datetime:
@@ -434,16 +462,19 @@ def _aware(at) -> dt.datetime:
 def _latest(conn, pairs: list[Pair]) -> dict[tuple[int, int, str], Latest]:
     if not pairs:
         return {}
-    d = DecisionRow.__table__
-    newest = (sa.select(sa.func.max(d.c.id))
-              .where(sa.tuple_(d.c.agent_id, d.c.mood_id).in_(pairs))
-              .group_by(d.c.agent_id, d.c.mood_id, d.c.kind))
-    q = sa.select(d.c.id, d.c.agent_id, d.c.mood_id, d.c.kind, d.c.outcome, d.c.reason,
-                  d.c.wake_id).where(d.c.id.in_(newest.scalar_subquery()))
     return {(r.agent_id, r.mood_id, r.kind): Latest(r.id, r.outcome, r.reason, r.wake_id)
-            for r in conn.execute(q)}
+            for r in conn.execute(_LATEST, {"pairs": list(pairs)})}
 
 
+_LATEST = sa.select(_D.c.id, _D.c.agent_id, _D.c.mood_id, _D.c.kind, _D.c.outcome, _D.c.reason,
+                    _D.c.wake_id).where(_D.c.id.in_(
+                        sa.select(sa.func.max(_D.c.id))
+                        .where(sa.tuple_(_D.c.agent_id, _D.c.mood_id)
+                               .in_(sa.bindparam("pairs", expanding=True)))
+                        .group_by(_D.c.agent_id, _D.c.mood_id, _D.c.kind).scalar_subquery()))
+
+
+_ADD_DECISIONS = sa.insert(DecisionRow.__table__)
 _REPEAT_DECISION = (sa.update(DecisionRow.__table__)
                     .where(DecisionRow.__table__.c.id == sa.bindparam("k_id"))
                     .values(last_at=sa.bindparam("last_at"), next_due=sa.bindparam("next_due"),
@@ -466,4 +497,4 @@ def write(s: Session, batch: Batch, skip: Iterable[Pair] = ()) -> None:
                 at=now, last_at=now, count=1)
            for d in batch.decisions if d["id"] is None]
     if new:
-        conn.execute(sa.insert(DecisionRow.__table__), new)
+        conn.execute(_ADD_DECISIONS, new)

@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 from poller import settings, values
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
 from poller.store import absences, cycle
-from poller.models import (AgentSession, Handoff, Mention, Mood, Participant, Post, Refusal,
-                           Setting, SignIn, Turn, Wake)
+from poller.models import (AgentSession, CheckinAgreement, Handoff, Mention, Mood, Participant,
+                           Post, Refusal, Setting, SignIn, Turn, Wake)
 
 HISTORY_POSTS = 600  # catch-up candidates read per wake; older ones are only counted...
 HISTORY_POSTS_MAX = 2_400  # ...unless their stored tokens do not cover the budget: then up to this
@@ -44,18 +44,24 @@ def _wake_posts(rows) -> list[values.WakePost]:
             for i, at, text, tokens, kind, reply_to, handle, sender_kind in rows]
 
 
+# The statements a wake's gathering runs are built once, here, with their values as bound
+# parameters: SQLAlchemy then neither builds them again nor computes their cache keys at
+# each execution.  Columns, not ORM objects: a wake reads hundreds of posts, and building
+# an identity-mapped Post for each cost more than the rest of the wake.
+_POSTS = (sa.select(Post.id, Post.created_at, Post.text, Post.tokens, Post.kind, Post.reply_to,
+                    Participant.handle, Participant.kind.label("sender_kind"))
+          .join(Participant, Participant.id == Post.sender_id))
+_POSTS_BY_ID = _POSTS.where(Post.id.in_(sa.bindparam("ids", expanding=True))).order_by(Post.id)
+
+
 def _posts_query():
-    # Columns, not ORM objects: a wake reads hundreds of posts, and building an
-    # identity-mapped Post for each cost more than the rest of the wake.
-    return (sa.select(Post.id, Post.created_at, Post.text, Post.tokens, Post.kind, Post.reply_to,
-                      Participant.handle, Participant.kind.label("sender_kind"))
-            .join(Participant, Participant.id == Post.sender_id))
+    return _POSTS
 
 
 def posts_by_id(s: Session, ids: Sequence[int]) -> list[values.WakePost]:
     if not ids:
         return []
-    return _wake_posts(s.execute(_posts_query().where(Post.id.in_(ids)).order_by(Post.id)))
+    return _wake_posts(s.execute(_POSTS_BY_ID, {"ids": list(ids)}))
 
 
 def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: int = 0,
@@ -72,29 +78,36 @@ def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: 
     With *fresh* (the agent's fresh eyes after a long absence) nothing from
     before it left is read, and the backlog it missed is neither read nor counted.
     """
-    missed = sa.true()
+    q, more_q, count_q = _HISTORY, _HISTORY_MORE, _HISTORY_EARLIER
     if fresh is not None:
         after_id = max(after_id, fresh.from_id)
         missed = absences.not_missed(fresh)
-    q = (_posts_query().where(Post.mood_id == mood_id, Post.id > after_id, missed)
-         .order_by(Post.id.desc()))
+        q, more_q, count_q = q.where(missed), more_q.where(missed), count_q.where(missed)
     limit = HISTORY_POSTS + len(exclude)
-    rows = s.execute(q.limit(limit)).all()
+    rows = s.execute(q, {"mood": mood_id, "after": after_id, "limit": limit}).all()
     full = len(rows) == limit
     covered = sum(max(r.tokens, 0) for r in rows) if full else 0
     while (full and len(rows) < HISTORY_POSTS_MAX
            and (covered < budget or rows[-1].id > keep_from > 0)):
-        more = s.execute(q.where(Post.id < rows[-1].id).limit(HISTORY_POSTS)).all()
+        more = s.execute(more_q, {"mood": mood_id, "after": after_id, "before": rows[-1].id,
+                                  "limit": HISTORY_POSTS}).all()
         rows += more
         covered += sum(max(r.tokens, 0) for r in more)
         full = len(more) == HISTORY_POSTS
     posts = [p for p in _wake_posts(reversed(rows)) if p.id not in exclude]
     earlier = 0
     if full:
-        cq = sa.select(sa.func.count()).where(Post.mood_id == mood_id, Post.id > after_id,
-                                              Post.id < rows[-1].id, missed)
-        earlier = s.scalar(cq) or 0
+        earlier = s.scalar(count_q, {"mood": mood_id, "after": after_id,
+                                     "before": rows[-1].id}) or 0
     return posts[-max(HISTORY_POSTS, len(rows) - len(exclude)):], earlier
+
+
+_IN_MOOD_AFTER = (Post.mood_id == sa.bindparam("mood"), Post.id > sa.bindparam("after"))
+_HISTORY = _POSTS.where(*_IN_MOOD_AFTER).order_by(Post.id.desc()).limit(sa.bindparam("limit"))
+_HISTORY_MORE = (_POSTS.where(*_IN_MOOD_AFTER, Post.id < sa.bindparam("before"))
+                 .order_by(Post.id.desc()).limit(sa.bindparam("limit")))
+_HISTORY_EARLIER = sa.select(sa.func.count()).where(*_IN_MOOD_AFTER,
+                                                    Post.id < sa.bindparam("before"))
 
 
 @dataclass(frozen=True)
@@ -117,14 +130,17 @@ def in_session(s: Session, agent_id: int, mood_id: int, now: dt.datetime,
     """
     if not archive_after:
         return None
-    q = (sa.select(AgentSession.updated_at, Wake.seen_id)
-         .join(Wake, Wake.id == AgentSession.wake_id)
-         .where(AgentSession.agent_id == agent_id, AgentSession.mood_id == mood_id))
-    row = s.execute(q).first()
+    row = s.execute(_IN_SESSION, {"a": agent_id, "m": mood_id}).first()
     if row is None or row.updated_at < now - dt.timedelta(seconds=archive_after):
         return None
-    at = s.scalar(sa.select(Post.created_at).where(Post.id == row.seen_id)) if row.seen_id else None
+    at = s.scalar(_POST_AT, {"p": row.seen_id}) if row.seen_id else None
     return InSession(row.seen_id, at)
+
+
+_KEPT_HERE = (AgentSession.agent_id == sa.bindparam("a"), AgentSession.mood_id == sa.bindparam("m"))
+_IN_SESSION = (sa.select(AgentSession.updated_at, Wake.seen_id)
+               .join(Wake, Wake.id == AgentSession.wake_id).where(*_KEPT_HERE))
+_POST_AT = sa.select(Post.created_at).where(Post.id == sa.bindparam("p"))
 
 
 def first_turn(s: Session, agent_id: int, mood_id: int, keeps_sessions: bool) -> bool:
@@ -134,50 +150,54 @@ def first_turn(s: Session, agent_id: int, mood_id: int, keeps_sessions: bool) ->
     starts a new session (none is kept here); for any other, the first wake
     it ever gets here.
     """
-    if keeps_sessions:
-        kept = sa.select(AgentSession.agent_id).where(AgentSession.agent_id == agent_id,
-                                                      AgentSession.mood_id == mood_id)
-        return s.scalar(kept) is None
-    woke = sa.select(Wake.id).where(Wake.agent_id == agent_id, Wake.mood_id == mood_id).limit(1)
-    return s.scalar(woke) is None
+    return s.scalar(_KEPT if keeps_sessions else _WOKE, {"a": agent_id, "m": mood_id}) is None
+
+
+_KEPT = sa.select(AgentSession.agent_id).where(*_KEPT_HERE)
+_WAKES_HERE = (Wake.agent_id == sa.bindparam("a"), Wake.mood_id == sa.bindparam("m"))
+_WOKE = sa.select(Wake.id).where(*_WAKES_HERE).limit(1)
 
 
 def people(s: Session, mood_id: int, agent_id: int) -> list[values.Member]:
     """Who has posted or signed in here (removed ones left out), by handle, up to LETTER_PEOPLE."""
-    posted = sa.select(Post.id).where(Post.mood_id == mood_id, Post.sender_id == Participant.id)
-    signed = sa.select(SignIn.id).where(SignIn.mood_id == mood_id,
-                                        SignIn.participant_id == Participant.id)
-    q = (sa.select(Participant.handle, Participant.kind, Participant.trust)
-         .where(Participant.retired_at.is_(None), Participant.id != agent_id,
-                sa.or_(posted.exists(), signed.exists()))
-         .order_by(Participant.handle_key).limit(LETTER_PEOPLE))
     return [values.Member(r.handle, r.kind == ParticipantKind.AGENT, r.trust)
-            for r in s.execute(q)]
+            for r in s.execute(_PEOPLE, {"m": mood_id, "a": agent_id, "limit": LETTER_PEOPLE})]
+
+
+_PEOPLE = (sa.select(Participant.handle, Participant.kind, Participant.trust)
+           .where(Participant.retired_at.is_(None), Participant.id != sa.bindparam("a"),
+                  sa.or_(sa.select(Post.id).where(Post.mood_id == sa.bindparam("m"),
+                                                  Post.sender_id == Participant.id).exists(),
+                         sa.select(SignIn.id).where(SignIn.mood_id == sa.bindparam("m"),
+                                                    SignIn.participant_id == Participant.id)
+                         .exists()))
+           .order_by(Participant.handle_key).limit(sa.bindparam("limit")))
 
 
 def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
                agent_ids: set[int]) -> list[values.AlsoAsked]:
     if not post_ids:
         return []
-    q = (sa.select(Participant.id, Participant.handle).join(Mention, Mention.participant_id == Participant.id)
-         .where(Mention.post_id.in_(post_ids), Participant.id != agent_id).distinct())
     out = []
-    for r in s.execute(q):
+    for r in s.execute(_ALSO_ASKED, {"ids": list(post_ids), "a": agent_id}):
         if r.id not in agent_ids:
             continue
-        busy = s.scalar(sa.select(Wake.id).where(Wake.agent_id == r.id,
-                                                 Wake.status.in_(IN_FLIGHT)).limit(1))
+        busy = s.scalar(_BUSY, {"a": r.id})
         out.append(values.AlsoAsked(r.handle, busy is not None))
     return sorted(out)
 
 
+_ALSO_ASKED = (sa.select(Participant.id, Participant.handle)
+               .join(Mention, Mention.participant_id == Participant.id)
+               .where(Mention.post_id.in_(sa.bindparam("ids", expanding=True)),
+                      Participant.id != sa.bindparam("a")).distinct())
+_BUSY = sa.select(Wake.id).where(Wake.agent_id == sa.bindparam("a"),
+                                 Wake.status.in_(IN_FLIGHT)).limit(1)
+
+
 def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[values.CutOff]:
     """The agent's last finished turn here, if it was cut off or failed."""
-    # Three columns, not the Wake row: its text (the whole last wake) is not needed.
-    q = (sa.select(Wake.status, Wake.finished_at, Wake.error)
-         .where(Wake.agent_id == agent_id, Wake.mood_id == mood_id, Wake.status.in_(FINISHED))
-         .order_by(Wake.id.desc()).limit(1))
-    last = s.execute(q).first()
+    last = s.execute(_LAST_FINISHED, {"a": agent_id, "m": mood_id}).first()
     if last is None or last.status not in (WakeStatus.FAILED, WakeStatus.CUT_OFF):
         return None
     # A failure's recorded error holds the agent's own output (stderr, an HTTP
@@ -185,6 +205,12 @@ def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[values.CutOff]:
     # A cut-off's reason is the service's own words (a timeout, a restart).
     why = "it failed before it could reply" if last.status == WakeStatus.FAILED else last.error
     return values.CutOff(last.finished_at, why or "it was cut off")
+
+
+# Three columns, not the Wake row: its text (the whole last wake) is not needed.
+_LAST_FINISHED = (sa.select(Wake.status, Wake.finished_at, Wake.error)
+                  .where(*_WAKES_HERE, Wake.status.in_(FINISHED))
+                  .order_by(Wake.id.desc()).limit(1))
 
 
 # -- the optional lines ---------------------------------------------------------------
@@ -218,10 +244,7 @@ def extras(s: Session, agent_id: int, mood_id: int, woke: Sequence[values.WakePo
 def command_extras(s: Session, agent_id: int, mood_id: int) -> Extras:
     """A command's turn shows the agent nothing: what its last wake here had seen of the
     settings stays what the next wake lists changes from."""
-    q = (sa.select(Turn.settings_seen_id).join(Wake, Wake.id == Turn.wake_id)
-         .where(Wake.agent_id == agent_id, Wake.mood_id == mood_id)
-         .order_by(Wake.id.desc()).limit(1))
-    seen = s.scalar(q)
+    seen = s.scalar(_SETTINGS_SEEN, {"a": agent_id, "m": mood_id})
     return Extras(settings_seen_id=cycle.max_id(s, Setting.id) if seen is None else seen)
 
 
@@ -260,20 +283,10 @@ def settings_changed(s: Session, agent_id: int, mood_id: int,
     a global change hidden by a Mood-specific one is not news here.
     """
     newest = cycle.max_id(s, Setting.id)
-    q = (sa.select(Turn.settings_seen_id).join(Wake, Wake.id == Turn.wake_id)
-         .where(Wake.agent_id == agent_id, Wake.mood_id == mood_id)
-         .order_by(Wake.id.desc()).limit(1))
-    seen = s.scalar(q)
+    seen = s.scalar(_SETTINGS_SEEN, {"a": agent_id, "m": mood_id})
     if seen is None or seen >= newest:
         return [], newest
-    q = (sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key, Setting.value,
-                   Setting.until, Participant.handle)
-         .outerjoin(Participant, Participant.id == Setting.set_by)
-         .where(sa.or_(Setting.mood_id.is_(None), Setting.mood_id == mood_id),
-                sa.or_(Setting.agent_id.is_(None), Setting.agent_id == agent_id),
-                Setting.id <= newest)
-         .order_by(Setting.id))
-    rows = s.execute(q).all()
+    rows = s.execute(_SETTINGS_HERE, {"a": agent_id, "m": mood_id, "newest": newest}).all()
 
     def as_row(r) -> settings.Row:
         return settings.Row(r.id, r.mood_id, r.agent_id, r.key, r.value, r.until)
@@ -294,14 +307,22 @@ def settings_changed(s: Session, agent_id: int, mood_id: int,
     return out, newest
 
 
+_SETTINGS_SEEN = (sa.select(Turn.settings_seen_id).join(Wake, Wake.id == Turn.wake_id)
+                  .where(*_WAKES_HERE).order_by(Wake.id.desc()).limit(1))
+_SETTINGS_HERE = (sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setting.key,
+                            Setting.value, Setting.until, Participant.handle)
+                  .outerjoin(Participant, Participant.id == Setting.set_by)
+                  .where(sa.or_(Setting.mood_id.is_(None), Setting.mood_id == sa.bindparam("m")),
+                         sa.or_(Setting.agent_id.is_(None), Setting.agent_id == sa.bindparam("a")),
+                         Setting.id <= sa.bindparam("newest"))
+                  .order_by(Setting.id))
+
+
 def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, values.Handed]]:
     """Context handed to this Mood for this agent (or anyone), oldest first, within HANDED_CHARS."""
-    mine = (sa.select(Handoff.id)
-            .where(Handoff.to_mood_id == mood_id, Handoff.taken_wake_id.is_(None),
-                   sa.or_(Handoff.for_agent_id.is_(None), Handoff.for_agent_id == agent_id))
-            .order_by(Handoff.id))
     # Another agent's wake may be taking the same "for anyone" context right now.
-    rows = list(s.scalars(cycle.skip_locked(s, mine)))
+    mine = _HANDED_LOCKED if s.get_bind().dialect.name == "postgresql" else _HANDED
+    rows = list(s.scalars(mine, {"a": agent_id, "m": mood_id}))
     if not rows:
         return []
     out, total = [], 0
@@ -321,11 +342,22 @@ def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, values.Ha
     return out
 
 
+_HANDED = (sa.select(Handoff.id)
+           .where(Handoff.to_mood_id == sa.bindparam("m"), Handoff.taken_wake_id.is_(None),
+                  sa.or_(Handoff.for_agent_id.is_(None), Handoff.for_agent_id == sa.bindparam("a")))
+           .order_by(Handoff.id))
+_HANDED_LOCKED = _HANDED.with_for_update(skip_locked=True)
+
+
 def refusals(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, str]]:
-    q = (sa.select(Refusal).where(Refusal.agent_id == agent_id, Refusal.mood_id == mood_id,
-                                  Refusal.reported_wake_id.is_(None))
-         .order_by(Refusal.id))
-    return [(r.id, f"your {r.block} block: {r.reason}") for r in s.scalars(q)]
+    return [(r.id, f"your {r.block} block: {r.reason}")
+            for r in s.scalars(_REFUSALS, {"a": agent_id, "m": mood_id})]
+
+
+_REFUSALS = (sa.select(Refusal).where(Refusal.agent_id == sa.bindparam("a"),
+                                      Refusal.mood_id == sa.bindparam("m"),
+                                      Refusal.reported_wake_id.is_(None))
+             .order_by(Refusal.id))
 
 
 def linked(s: Session, mood_id: int, woke: Sequence[values.WakePost],
@@ -369,10 +401,12 @@ def _around(s: Session, target: Post, n: int = LINK_AROUND) -> list[values.WakeP
 
 def checkin_people(s: Session, agent_id: int, mood_id: int) -> list[str]:
     """Handles of the people whose active check-in agreement this agent watches here."""
-    from poller.models import CheckinAgreement
+    return list(s.scalars(_CHECKIN_PEOPLE, {"a": agent_id, "m": mood_id}))
 
-    q = (sa.select(Participant.handle).join(CheckinAgreement,
-                                             CheckinAgreement.person_id == Participant.id)
-         .where(CheckinAgreement.agent_id == agent_id, CheckinAgreement.mood_id == mood_id,
-                CheckinAgreement.status == "active").order_by(Participant.handle_key))
-    return list(s.scalars(q))
+
+_CHECKIN_PEOPLE = (sa.select(Participant.handle)
+                   .join(CheckinAgreement, CheckinAgreement.person_id == Participant.id)
+                   .where(CheckinAgreement.agent_id == sa.bindparam("a"),
+                          CheckinAgreement.mood_id == sa.bindparam("m"),
+                          CheckinAgreement.status == "active")
+                   .order_by(Participant.handle_key))

@@ -122,9 +122,13 @@ def _idle_pair(table):
 def due_alarms(s: Session, now: dt.datetime, limit: int = 500) -> list[Alarm]:
     """Alarms due by *now* of agents still there (a removed agent's wait, unread) and not
     at work in that Mood."""
-    return list(s.scalars(sa.select(Alarm).where(
-        Alarm.next_at <= now, Alarm.removed_at.is_(None), Alarm.agent_id.in_(_ACTIVE_AGENTS),
-        _idle_pair(Alarm)).order_by(Alarm.next_at).limit(limit)))
+    return list(s.scalars(_DUE_ALARMS, {"now": now, "limit": limit}))
+
+
+_DUE_ALARMS = (sa.select(Alarm).where(
+    Alarm.next_at <= sa.bindparam("now", type_=Alarm.next_at.type), Alarm.removed_at.is_(None),
+    Alarm.agent_id.in_(_ACTIVE_AGENTS), _idle_pair(Alarm))
+    .order_by(Alarm.next_at).limit(sa.bindparam("limit")))
 
 
 def claim_alarm(s: Session, alarm_id: int, version: int) -> Optional[Alarm]:
@@ -163,11 +167,15 @@ def add_agreement(s: Session, **values) -> CheckinAgreement:
 
 
 def due_agreements(s: Session, now: dt.datetime, limit: int = 500) -> list[CheckinAgreement]:
-    return list(s.scalars(sa.select(CheckinAgreement).where(
-        CheckinAgreement.next_check_at <= now,
-        CheckinAgreement.status == AgreementStatus.ACTIVE,
-        CheckinAgreement.agent_id.in_(_ACTIVE_AGENTS), _idle_pair(CheckinAgreement))
-        .order_by(CheckinAgreement.next_check_at).limit(limit)))
+    return list(s.scalars(_DUE_AGREEMENTS, {"now": now, "limit": limit}))
+
+
+_DUE_AGREEMENTS = (sa.select(CheckinAgreement).where(
+    CheckinAgreement.next_check_at
+    <= sa.bindparam("now", type_=CheckinAgreement.next_check_at.type),
+    CheckinAgreement.status == AgreementStatus.ACTIVE,
+    CheckinAgreement.agent_id.in_(_ACTIVE_AGENTS), _idle_pair(CheckinAgreement))
+    .order_by(CheckinAgreement.next_check_at).limit(sa.bindparam("limit")))
 
 
 def claim_agreement(s: Session, agreement_id: int, version: int) -> Optional[CheckinAgreement]:

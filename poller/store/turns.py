@@ -52,7 +52,7 @@ def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Cl
     with store.writing() as s:
         # Wait for a lock someone holds on the row (a poller recovering, briefly):
         # skipping it would leave the wake unstarted until recovery's grace runs out.
-        w = s.scalar(cycle.for_update(s, sa.select(Wake).where(Wake.id == wake_id)))
+        w = locked_wake(s, wake_id)
         if w is None or w.status != WakeStatus.PENDING:
             return None
         if cycle.flag(s, "scram") is not None:
@@ -71,18 +71,22 @@ def claim(store: Store, wake_id: int, now: dt.datetime, pid: int) -> Optional[Cl
 def beat(store: Store, wake_id: int, now: dt.datetime) -> bool:
     """Mark the turn alive; False if it is no longer running (closed elsewhere)."""
     with store.writing() as s:
-        return s.execute(sa.update(Wake).where(Wake.id == wake_id,
-                                               Wake.status == WakeStatus.RUNNING)
-                         .values(heartbeat_at=now)).rowcount > 0
+        return s.connection().execute(_BEAT, {"w": wake_id, "at": now}).rowcount > 0
+
+
+_W = Wake.__table__
+_WHILE_RUNNING = sa.update(_W).where(_W.c.id == sa.bindparam("w"),
+                                     _W.c.status == WakeStatus.RUNNING)
+_BEAT = _WHILE_RUNNING.values(heartbeat_at=sa.bindparam("at", type_=_W.c.heartbeat_at.type))
+_PROGRESS = _WHILE_RUNNING.values(progress=sa.bindparam("doing", type_=_W.c.progress.type))
 
 
 def record_progress(store: Store, wake_id: int, progress: str) -> bool:
     """What the running turn is doing now; False once it is no longer running (a progress
     report that arrives after the turn ended never lands on the finished wake)."""
     with store.writing() as s:
-        return s.execute(sa.update(Wake).where(Wake.id == wake_id,
-                                               Wake.status == WakeStatus.RUNNING)
-                         .values(progress=progress[:200] or None)).rowcount > 0
+        return s.connection().execute(_PROGRESS, {"w": wake_id,
+                                                  "doing": progress[:200] or None}).rowcount > 0
 
 
 def record_pgid(store: Store, wake_id: int, pgid: int) -> None:
@@ -91,7 +95,10 @@ def record_pgid(store: Store, wake_id: int, pgid: int) -> None:
 
 
 def handle_of(s: Session, participant_id: int) -> str:
-    return s.scalar(sa.select(Participant.handle).where(Participant.id == participant_id))
+    return s.scalar(_HANDLE, {"p": participant_id})
+
+
+_HANDLE = sa.select(Participant.handle).where(Participant.id == sa.bindparam("p"))
 
 
 # -- closing and settling ----------------------------------------------------------------
@@ -167,7 +174,12 @@ def after_turn(s: Session, w: Wake, now: dt.datetime, silent_or_failed: bool) ->
 
 
 def locked_wake(s: Session, wake_id: int) -> Wake:
-    return s.scalar(cycle.for_update(s, sa.select(Wake).where(Wake.id == wake_id)))
+    pg = s.get_bind().dialect.name == "postgresql"
+    return s.scalar(_WAKE_LOCKED if pg else _WAKE, {"w": wake_id})
+
+
+_WAKE = sa.select(Wake).where(Wake.id == sa.bindparam("w"))
+_WAKE_LOCKED = _WAKE.with_for_update()
 
 
 def lock_listener(s: Session, w: Wake) -> None:
@@ -178,8 +190,13 @@ def lock_listener(s: Session, w: Wake) -> None:
     recovery take them in the same order (wake, listener, advisory lock), so
     a turn ending while a cycle decides its Mood cannot deadlock with it.
     """
-    s.execute(cycle.for_update(s, sa.select(Listener.agent_id).where(
-        Listener.agent_id == w.agent_id, Listener.mood_id == w.mood_id)))
+    pg = s.get_bind().dialect.name == "postgresql"
+    s.execute(_LISTENER_LOCKED if pg else _LISTENER, {"a": w.agent_id, "m": w.mood_id})
+
+
+_LISTENER = sa.select(Listener.agent_id).where(Listener.agent_id == sa.bindparam("a"),
+                                               Listener.mood_id == sa.bindparam("m"))
+_LISTENER_LOCKED = _LISTENER.with_for_update()
 
 
 def in_flight(s: Session) -> list[Wake]:
@@ -374,8 +391,11 @@ def agent_of(s: Session, agent_id: int) -> AgentInfo:
 
 
 def mood_named(s: Session, slug: str) -> Optional[MoodInfo]:
-    row = s.scalar(sa.select(Mood).where(Mood.slug == slug))
+    row = s.scalar(_MOOD_NAMED, {"slug": slug})
     return MoodInfo.from_row(row) if row is not None else None
+
+
+_MOOD_NAMED = sa.select(Mood).where(Mood.slug == sa.bindparam("slug"))
 
 
 def mood_of(s: Session, mood_id: int) -> MoodInfo:
@@ -383,8 +403,11 @@ def mood_of(s: Session, mood_id: int) -> MoodInfo:
 
 
 def participant_named(s: Session, handle: str) -> Optional[ParticipantInfo]:
-    row = s.scalar(sa.select(Participant).where(Participant.handle_key == handle.lower()))
+    row = s.scalar(_PARTICIPANT_NAMED, {"key": handle.lower()})
     return ParticipantInfo.from_row(row) if row is not None else None
+
+
+_PARTICIPANT_NAMED = sa.select(Participant).where(Participant.handle_key == sa.bindparam("key"))
 
 
 def record_handoff(s: Session, counter, turn: Ending, *, src: MoodInfo,
