@@ -454,7 +454,7 @@ def main() -> None:
     p.add_argument("--floor", action="store_true", help="Only the three-agent day.")
     p.add_argument("--screen", action="store_true", help="Only the day with and without a screen.")
     p.add_argument("--reads", action="store_true",
-                   help="Only the strategies' days and what a model reads in them, beside the peers.")
+                   help="Only the strategies' days and what a model reads, beside the peers.")
     args = p.parse_args()
     _common.quiet_logs()
     print(_common.facts())
