@@ -188,7 +188,9 @@ def test_agents_see_exactly_the_allowlisted_environment(cli, tmp_path, monkeypat
     if sandboxed():  # its own scratch directory, never the poller's TMPDIR
         scratch = seen.pop("TMPDIR")
         assert scratch != str(tmp_path) and "mood-turn-" in scratch
-    wake_vars = {"MOOD_WAKE_ID", "MOOD_AGENT", "MOOD_SLUG", "MOOD_WAKE_KIND", "MOOD_TOOLS"}
+    # The turn's own capability for its tools (mood-poller mcp), never the poller's secrets.
+    wake_vars = {"MOOD_WAKE_ID", "MOOD_AGENT", "MOOD_SLUG", "MOOD_WAKE_KIND", "MOOD_TOOLS",
+                 "MOOD_TURN_TOKEN", "MOOD_TURN_DOOR"}
     assert set(seen) - {"PWD", "SHLVL", "_"} == set(passed) | wake_vars  # the shell adds those
     assert {k: seen[k] for k in passed} == passed
     assert seen["MOOD_WAKE_ID"] == str(wakes(c)[0]["id"]) and seen["MOOD_AGENT"] == "bot"
