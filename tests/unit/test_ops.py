@@ -169,3 +169,14 @@ def test_the_kit_files_ship_in_the_wheel():
         if path.name == "__pycache__":
             continue
         assert any(fnmatch.fnmatch(path.name, g) for g in globs), path.name
+
+
+def test_every_package_of_the_source_ships_in_the_wheel():
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    listed = set(cfg["options"]["packages"].split())
+    found = {".".join(p.parent.relative_to(REPO).parts)
+             for root in ("poller", "wiki_rules") for p in (REPO / root).rglob("__init__.py")
+             if "__pycache__" not in p.parts}
+    found.discard("poller.kit")  # from memory-lane/, by package_dir
+    assert found - listed == set()
