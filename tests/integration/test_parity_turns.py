@@ -283,6 +283,8 @@ def test_command_agents_are_priced_by_tokens_and_held_by_the_budget_across_moods
         op = signed_in(served, served.person("otto", "full", operator=True))
         (bot,) = [a for a in op.get("/api/v1/agents").json() if a["handle"] == "bot"]
         assert bot["usd_today"] == pytest.approx(expected, abs=1e-6)
-        assert f"${expected:.4f}" in op.get("/ops/agents").text
+        from poller.text import money
+
+        assert money(expected) in op.get("/ops/agents").text  # as people read money: $0.09
     finally:
         served.stop()
