@@ -25,6 +25,7 @@ from poller.secure import mask_text, mask_url
 from poller.store import access
 from poller.store import ops as store_ops
 from poller.web import auth
+from poller.web.view import render
 
 TRUSTS = ("full", "look", "none")
 # The waker kinds the page adds and the form fields each takes (the flags of `agent add`).
@@ -63,8 +64,6 @@ def said(request) -> dict:
 
 
 def _render(request, name: str, **context) -> Response:
-    from poller.web.pages import render
-
     return render(request, name, **said(request), **context)
 
 
@@ -203,8 +202,6 @@ def set_person(request, door, who, form) -> Response:
 
 def mint_token(request, door, who, form) -> Response:
     """A new token for the person, shown on this answer only (only its hash is kept)."""
-    from poller.web.pages import render
-
     handle = request.path_params["handle"]
     token, _ = access.new_token(door.store, handle, door.clock())
     response = render(request, "ops_token.html", handle=handle, token=token)

@@ -32,17 +32,7 @@ FORM_PARSER = python_multipart.__name__
 POSTS_SHOWN = 100
 
 
-def render(request: Request, name: str, status: int = 200, binding: Optional[str] = None,
-           **context) -> HTMLResponse:
-    """The template *name*; forms in it get a CSRF token bound to the session (or *binding*)."""
-    caller = getattr(request.state, "caller", None)
-    if binding is None:
-        binding = caller.session if caller else request.cookies.get(auth.PRE_COOKIE, "")
-    context.setdefault("who", caller.who if caller else None)
-    door = request.app.state.door
-    context["csrf"] = door.keys.csrf(binding) if binding else ""
-    context.setdefault("now", door.clock())
-    return HTMLResponse(view.ENV.get_template(name).render(**context), status_code=status)
+render = view.render  # (the operators' pages render through view as well)
 
 
 # "(see `mood-poller mood list`)": a hint for the command line, not for the page's reader.

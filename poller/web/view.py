@@ -15,8 +15,12 @@ from typing import Optional
 import jinja2
 from markupsafe import Markup
 
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
 from poller import markup, text
 from poller.kinds import PostKind
+from poller.web import auth
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("poller.web", "templates"),
                          autoescape=True, trim_blocks=True, lstrip_blocks=True)
@@ -67,3 +71,16 @@ def post_item(post: dict, now: dt.datetime, approval=None, who=None, csrf: str =
     notice with its buttons for *who*, when they may answer it, the forms carrying *csrf*)."""
     return ENV.get_template("_post.html").render(
         p=page_post(post, approval), now=now, who=who, csrf=csrf).strip()
+
+
+def render(request: Request, name: str, status: int = 200, binding: Optional[str] = None,
+           **context) -> HTMLResponse:
+    """The template *name*; forms in it get a CSRF token bound to the session (or *binding*)."""
+    caller = getattr(request.state, "caller", None)
+    if binding is None:
+        binding = caller.session if caller else request.cookies.get(auth.PRE_COOKIE, "")
+    context.setdefault("who", caller.who if caller else None)
+    door = request.app.state.door
+    context["csrf"] = door.keys.csrf(binding) if binding else ""
+    context.setdefault("now", door.clock())
+    return HTMLResponse(ENV.get_template(name).render(**context), status_code=status)
