@@ -214,7 +214,7 @@ class PersonCaller:
         return Answer(f"Posted #p-{post.id} in {args['mood']}.")
 
     def moods(self) -> list[str]:
-        return [m.slug for m in self.store.moods()]
+        return [m.slug for m in self.store.moods(include_archived=False)]
 
     def read(self, slug: str) -> Answer:
         return self.call("read_history", {"mood": slug, "max_tokens": RESOURCE_TOKENS})

@@ -264,6 +264,8 @@ def over_stdio(db_url: str, person_token: str, todo) -> dict:
 
 
 def test_a_persons_token_over_stdio_reads_searches_and_posts_as_them(room):
+    room("mood", "add", "attic")
+    room("mood", "archive", "attic")  # no longer one of the Moods people are in
     ada = over_stdio(room.db_url, token(room, "ada"),
                      [("search", {"query": "humpback"}),
                       ("read_history", {"mood": "kitchen"}),
