@@ -10,7 +10,6 @@ real subprocess.
 from __future__ import annotations
 
 import json
-import time
 import os
 import secrets
 import shutil
