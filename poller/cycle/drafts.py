@@ -190,7 +190,7 @@ def tools_for(s, spec: kinds.KindSpec, answers: list[int]) -> str:
     missed pings) when every sender is a fully trusted person."""
     if not spec.tools_by_senders:
         return Tools.LOOK
-    senders = cycle.senders(s, answers)
+    senders = reads.senders(s, answers)
     if senders and all(x.kind == ParticipantKind.PERSON and x.trust == Trust.FULL
                        for x in senders):
         return Tools.FULL

@@ -29,7 +29,7 @@ from poller.cycle import drafts
 from poller.cycle import due, presence
 from poller.cycle.context import Context, TickReport, log_decision
 from poller.kinds import Outcome, ParticipantKind, Trust, WakeKind
-from poller.store import cycle, facts
+from poller.store import cycle, facts, prefetch
 from poller.store.facts import ListenerRow
 from poller.text import iso
 from poller.values import AgentInfo, MoodInfo
@@ -92,27 +92,36 @@ def evaluate(ctx: Context, s, pairs: list[tuple[int, int]], now: dt.datetime) ->
     """
     batch = facts.claim(s, pairs, now, screening=ctx.screen is not None)
     out = Decided()
-    for pair in by_initiative(ctx, batch, pairs, now):
-        l = batch.listeners.get(pair)
-        if l is None:
-            continue  # another poller took it, or it is no longer due
-        mark, notes = len(batch.decisions), []
-        try:
-            draft, said = weigh(ctx, s, batch, l, notes, now)
-        except cycle.DATABASE_ERRORS:
-            raise
-        except Exception as exc:  # this pair's data broke it: set it aside, go on
-            l.restore()
-            del batch.decisions[mark:]
-            out.bad.append((pair, exc))
-            continue
-        for body in notes:
-            cycle.add_system_post(s, l.mood_id, l.agent_id, body, now, ctx.counter.count(body))
-        out.said += said
-        if draft is not None:
-            out.drafts.append(draft)
+    order = [p for p in by_initiative(ctx, batch, pairs, now) if p in batch.listeners]
+    owed = {p: l.owed for p, l in batch.listeners.items()}
+    # The wakes' reads in sets: each kind for all the pairs not weighed yet, at its first.
+    with prefetch.batch(s, order, owed) as sets:
+        for pair in order:
+            sets.at(pair)
+            weigh_one(ctx, s, batch, batch.listeners[pair], out, sets, now)
     facts.write(s, batch, skip=[pair for pair, _ in out.bad])
     return out
+
+
+def weigh_one(ctx: Context, s, batch: facts.Batch, l: ListenerRow, out: Decided,
+              sets: prefetch.Prefetch, now: dt.datetime) -> None:
+    """Weigh one pair of the batch into *out*; a pair whose weighing raises is set aside."""
+    mark, notes = len(batch.decisions), []
+    try:
+        draft, said = weigh(ctx, s, batch, l, notes, now)
+    except cycle.DATABASE_ERRORS:
+        raise
+    except Exception as exc:  # this pair's data broke it: set it aside, go on
+        l.restore()
+        del batch.decisions[mark:]
+        out.bad.append(((l.agent_id, l.mood_id), exc))
+        return
+    for body in notes:
+        cycle.add_system_post(s, l.mood_id, l.agent_id, body, now, ctx.counter.count(body))
+        sets.wrote_in(l.mood_id)
+    out.said += said
+    if draft is not None:
+        out.drafts.append(draft)
 
 
 def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],

@@ -29,7 +29,7 @@ def called(g: drafts.Gathering) -> drafts.Material:
 
     What a cut-off turn here left unanswered calls it too: this wake answers those
     posts in that turn's place (its follow-up is then not needed)."""
-    left = cycle.left_unanswered(g.s, g.agent.id, g.mood.id, g.l.followup_of)
+    left = reads.left_unanswered(g.s, g.agent.id, g.mood.id, g.l.followup_of)
     calling = sorted(set(g.owed).union(*left.values()))
     m = posts_and_since(g, calling, answers=calling)
     m.took_over = tuple(left)
@@ -40,7 +40,7 @@ def posts_and_since(g: drafts.Gathering, post_ids, answers=()) -> drafts.Materia
     """The posts *post_ids* and the catch-up after them: since its session's last wake
     here, or, without a session, since it last spoke."""
     woke = reads.posts_by_id(g.s, post_ids)
-    after = g.since if g.held else max(g.since, cycle.last_spoke_id(g.s, g.agent.id, g.mood.id))
+    after = g.since if g.held else max(g.since, reads.last_spoke_id(g.s, g.agent.id, g.mood.id))
     hist, earlier = g.history(after, {p.id for p in woke})
     return drafts.Material(hist, woke=woke, answers=list(answers), earlier=earlier)
 
@@ -127,7 +127,7 @@ QUIET = kinds.register(KindSpec(
 def left_unanswered(g: drafts.Gathering) -> drafts.Material:
     """The posts cut-off turns here left unanswered, and what came since: the follow-up
     answers them in their place."""
-    left = cycle.left_unanswered(g.s, g.agent.id, g.mood.id, g.l.followup_of)
+    left = reads.left_unanswered(g.s, g.agent.id, g.mood.id, g.l.followup_of)
     posts = sorted(set().union(*left.values()))
     m = posts_and_since(g, posts, answers=posts)
     m.took_over = tuple(left)

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from poller.kinds import AbsenceStatus, ParticipantKind, PingKind, PostKind, Trust, WakeKind
 from poller.models import (Activity, ActivityPing, CatchUpMark, Mention, Mood, Owed,
                            Participant, Post, Wake, WakeAnswer)
-from poller.store import cycle, ops
+from poller.store import cycle, ops, prefetch
 from poller.store.core import insert_post
 
 A = Activity.__table__
@@ -366,6 +366,9 @@ _MARK_Q = sa.select(_MARK.c.activity_id, _MARK.c.missed_before).where(
 
 def window(s: Session, agent_id: int, mood_id: int) -> Optional[Window]:
     """The agent's fresh eyes in the Mood since its last long absence, if it had one."""
+    got = prefetch.pair(s, "window", agent_id, mood_id, windows)
+    if got is not prefetch.MISS:
+        return got
     conn = s.connection()
     last = conn.execute(_FRESH, {"a": agent_id}).first()
     if last is None:
@@ -373,6 +376,34 @@ def window(s: Session, agent_id: int, mood_id: int) -> Optional[Window]:
     mark = conn.execute(_MARK_Q, {"a": agent_id, "m": mood_id}).first()
     missed_before = mark.missed_before if mark is not None and mark.activity_id == last.id else 0
     return Window(agent_id, last.departure_post_id, missed_before)
+
+
+def windows(s: Session, pairs: list[tuple[int, int]]) -> dict:
+    """:func:`window` for each (agent, Mood) pair, in two set queries (one if no agent
+    of theirs has had fresh eyes)."""
+    conn = s.connection()
+    last = {r.agent_id: r for r in conn.execute(
+        _FRESH_OF, {"agents": sorted({a for a, _ in pairs})})}
+    out = dict.fromkeys(pairs)
+    fresh = [p for p in pairs if p[0] in last]
+    if not fresh:
+        return out
+    marks = {(r.agent_id, r.mood_id): r for r in conn.execute(_MARKS_OF, {"pairs": fresh})}
+    for a, m in fresh:
+        mark, act = marks.get((a, m)), last[a]
+        missed_before = mark.missed_before if mark is not None and mark.activity_id == act.id else 0
+        out[(a, m)] = Window(a, act.departure_post_id, missed_before)
+    return out
+
+
+_FRESH_LAST = (sa.select(sa.func.max(A.c.id))
+               .where(A.c.agent_id.in_(sa.bindparam("agents", expanding=True)),
+                      A.c.fresh_eyes.is_(True))
+               .group_by(A.c.agent_id))
+_FRESH_OF = sa.select(A.c.agent_id, A.c.id, A.c.departure_post_id).where(A.c.id.in_(_FRESH_LAST))
+_MARKS_OF = sa.select(_MARK.c.agent_id, _MARK.c.mood_id, _MARK.c.activity_id,
+                      _MARK.c.missed_before).where(
+    sa.tuple_(_MARK.c.agent_id, _MARK.c.mood_id).in_(sa.bindparam("pairs", expanding=True)))
 
 
 def not_missed(w: Window):

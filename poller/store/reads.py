@@ -22,9 +22,10 @@ from sqlalchemy.orm import Session
 
 from poller import settings, values
 from poller.kinds import FINISHED, IN_FLIGHT, ParticipantKind, PostKind, Tools, WakeStatus
-from poller.store import absences, cycle
-from poller.models import (AgentSession, CheckinAgreement, Handoff, Mention, Mood, Participant,
-                           Post, Refusal, Setting, SignIn, Turn, Wake)
+from poller.store import absences, cycle, prefetch
+from poller.store.prefetch import MISS
+from poller.models import (AgentSession, CheckinAgreement, Handoff, Listener, Mention, Mood,
+                           Participant, Post, Quarantine, Refusal, Setting, SignIn, Turn, Wake)
 
 HISTORY_POSTS = 600  # catch-up candidates read per wake; older ones are only counted...
 HISTORY_POSTS_MAX = 2_400  # ...unless their stored tokens do not cover the budget: then up to this
@@ -61,7 +62,14 @@ def _posts_query():
 def posts_by_id(s: Session, ids: Sequence[int]) -> list[values.WakePost]:
     if not ids:
         return []
+    got = prefetch.posts(s, "posts", ids, _posts_of)
+    if got is not MISS:
+        return [got[i] for i in sorted(got)]
     return _wake_posts(s.execute(_POSTS_BY_ID, {"ids": list(ids)}))
+
+
+def _posts_of(s: Session, ids: list[int]) -> dict[int, values.WakePost]:
+    return {p.id: p for p in _wake_posts(s.execute(_POSTS_BY_ID, {"ids": ids}))}
 
 
 def history(s: Session, mood_id: int, after_id: int, exclude: set[int], budget: int = 0,
@@ -130,9 +138,15 @@ def in_session(s: Session, agent_id: int, mood_id: int, now: dt.datetime,
     """
     if not archive_after:
         return None
-    row = s.execute(_IN_SESSION, {"a": agent_id, "m": mood_id}).first()
+    kept = prefetch.pair(s, "session", agent_id, mood_id, _sessions)
+    if kept is MISS:
+        row = s.execute(_IN_SESSION, {"a": agent_id, "m": mood_id}).first()
+    else:
+        row = kept if kept is not None and kept.wake_id is not None else None
     if row is None or row.updated_at < now - dt.timedelta(seconds=archive_after):
         return None
+    if kept is not MISS:
+        return InSession(row.seen_id, row.seen_at if row.seen_id else None)
     at = s.scalar(_POST_AT, {"p": row.seen_id}) if row.seen_id else None
     return InSession(row.seen_id, at)
 
@@ -141,6 +155,22 @@ _KEPT_HERE = (AgentSession.agent_id == sa.bindparam("a"), AgentSession.mood_id =
 _IN_SESSION = (sa.select(AgentSession.updated_at, Wake.seen_id)
                .join(Wake, Wake.id == AgentSession.wake_id).where(*_KEPT_HERE))
 _POST_AT = sa.select(Post.created_at).where(Post.id == sa.bindparam("p"))
+_PAIRS = sa.bindparam("pairs", expanding=True)
+
+
+def _sessions(s: Session, pairs: list[prefetch.Pair]) -> dict:
+    """The pairs' kept sessions (None: none), with their last wake's seen post and its time."""
+    out = dict.fromkeys(pairs)
+    for r in s.execute(_SESSIONS, {"pairs": pairs}):
+        out[(r.agent_id, r.mood_id)] = r
+    return out
+
+
+_SESSIONS = (sa.select(AgentSession.agent_id, AgentSession.mood_id, AgentSession.updated_at,
+                       Wake.id.label("wake_id"), Wake.seen_id, Post.created_at.label("seen_at"))
+             .outerjoin(Wake, Wake.id == AgentSession.wake_id)
+             .outerjoin(Post, Post.id == Wake.seen_id)
+             .where(sa.tuple_(AgentSession.agent_id, AgentSession.mood_id).in_(_PAIRS)))
 
 
 def first_turn(s: Session, agent_id: int, mood_id: int, keeps_sessions: bool) -> bool:
@@ -150,12 +180,50 @@ def first_turn(s: Session, agent_id: int, mood_id: int, keeps_sessions: bool) ->
     starts a new session (none is kept here); for any other, the first wake
     it ever gets here.
     """
+    if keeps_sessions:
+        kept = prefetch.pair(s, "session", agent_id, mood_id, _sessions)
+        if kept is not MISS:
+            return kept is None
+    else:
+        last = prefetch.pair(s, "latest", agent_id, mood_id, _latest)
+        if last is not MISS:
+            return not last.woke
     return s.scalar(_KEPT if keeps_sessions else _WOKE, {"a": agent_id, "m": mood_id}) is None
 
 
 _KEPT = sa.select(AgentSession.agent_id).where(*_KEPT_HERE)
 _WAKES_HERE = (Wake.agent_id == sa.bindparam("a"), Wake.mood_id == sa.bindparam("m"))
 _WOKE = sa.select(Wake.id).where(*_WAKES_HERE).limit(1)
+
+
+def _latest(s: Session, pairs: list[prefetch.Pair]) -> dict:
+    """Per pair (a listener's), what its newest rows say: whether it was ever woken
+    here, its last finished turn, the settings its last turn had seen, the newest
+    setting, and its newest post or silence here."""
+    return {(r.agent_id, r.mood_id): r for r in s.execute(_LATEST, {"pairs": pairs})}
+
+
+_L = Listener.__table__
+_W = Wake.__table__
+_OF_L = (_W.c.agent_id == _L.c.agent_id, _W.c.mood_id == _L.c.mood_id)
+_FINISHED_LAST = sa.orm.aliased(Wake)
+_LATEST = (
+    sa.select(
+        _L.c.agent_id, _L.c.mood_id,
+        sa.exists().where(*_OF_L).label("woke"),
+        _FINISHED_LAST.status, _FINISHED_LAST.finished_at, _FINISHED_LAST.error,
+        sa.select(Turn.settings_seen_id).join(_W, _W.c.id == Turn.wake_id).where(*_OF_L)
+        .order_by(_W.c.id.desc()).limit(1).scalar_subquery().label("settings_seen"),
+        sa.select(sa.func.coalesce(sa.func.max(Setting.id), 0)).scalar_subquery()
+        .label("settings_newest"),
+        sa.select(sa.func.max(Post.id)).where(
+            Post.sender_id == _L.c.agent_id, Post.mood_id == _L.c.mood_id,
+            Post.kind.in_((PostKind.POST, PostKind.SILENT))).scalar_subquery().label("spoke"))
+    .select_from(_L)
+    .outerjoin(_FINISHED_LAST, _FINISHED_LAST.id == (
+        sa.select(_W.c.id).where(*_OF_L, _W.c.status.in_(FINISHED))
+        .order_by(_W.c.id.desc()).limit(1).scalar_subquery()))
+    .where(sa.tuple_(_L.c.agent_id, _L.c.mood_id).in_(_PAIRS)))
 
 
 def people(s: Session, mood_id: int, agent_id: int) -> list[values.Member]:
@@ -178,6 +246,11 @@ def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
                agent_ids: set[int]) -> list[values.AlsoAsked]:
     if not post_ids:
         return []
+    got = prefetch.posts(s, "mentioned", post_ids, _mentioned)
+    if got is not MISS:
+        asked = {(pid, handle, busy) for rows in got.values() for pid, handle, busy in rows
+                 if pid != agent_id and pid in agent_ids}
+        return sorted(values.AlsoAsked(handle, busy) for _, handle, busy in asked)
     out = []
     for r in s.execute(_ALSO_ASKED, {"ids": list(post_ids), "a": agent_id}):
         if r.id not in agent_ids:
@@ -187,6 +260,21 @@ def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,
     return sorted(out)
 
 
+def _mentioned(s: Session, ids: list[int]) -> dict[int, list[tuple[int, str, bool]]]:
+    """Who each post mentions: (id, handle, whether a turn of theirs is in flight)."""
+    rows = s.execute(_MENTIONED, {"ids": ids}).all()
+    busy = set(s.scalars(_BUSY_OF, {"ids": sorted({r.id for r in rows})})) if rows else set()
+    out: dict[int, list[tuple[int, str, bool]]] = {}
+    for r in rows:
+        out.setdefault(r.post_id, []).append((r.id, r.handle, r.id in busy))
+    return out
+
+
+_MENTIONED = (sa.select(Mention.post_id, Participant.id, Participant.handle)
+              .join(Mention, Mention.participant_id == Participant.id)
+              .where(Mention.post_id.in_(sa.bindparam("ids", expanding=True))))
+_BUSY_OF = (sa.select(Wake.agent_id).where(Wake.agent_id.in_(sa.bindparam("ids", expanding=True)),
+                                           Wake.status.in_(IN_FLIGHT)).distinct())
 _ALSO_ASKED = (sa.select(Participant.id, Participant.handle)
                .join(Mention, Mention.participant_id == Participant.id)
                .where(Mention.post_id.in_(sa.bindparam("ids", expanding=True)),
@@ -197,7 +285,9 @@ _BUSY = sa.select(Wake.id).where(Wake.agent_id == sa.bindparam("a"),
 
 def cut_off(s: Session, agent_id: int, mood_id: int) -> Optional[values.CutOff]:
     """The agent's last finished turn here, if it was cut off or failed."""
-    last = s.execute(_LAST_FINISHED, {"a": agent_id, "m": mood_id}).first()
+    last = prefetch.pair(s, "latest", agent_id, mood_id, _latest)
+    if last is MISS:
+        last = s.execute(_LAST_FINISHED, {"a": agent_id, "m": mood_id}).first()
     if last is None or last.status not in (WakeStatus.FAILED, WakeStatus.CUT_OFF):
         return None
     # A failure's recorded error holds the agent's own output (stderr, an HTTP
@@ -282,8 +372,12 @@ def settings_changed(s: Session, agent_id: int, mood_id: int,
     Only rows that changed the value in force for this (Mood, agent) count:
     a global change hidden by a Mood-specific one is not news here.
     """
-    newest = cycle.max_id(s, Setting.id)
-    seen = s.scalar(_SETTINGS_SEEN, {"a": agent_id, "m": mood_id})
+    last = prefetch.pair(s, "latest", agent_id, mood_id, _latest)
+    if last is MISS:
+        newest = cycle.max_id(s, Setting.id)
+        seen = s.scalar(_SETTINGS_SEEN, {"a": agent_id, "m": mood_id})
+    else:
+        newest, seen = last.settings_newest, last.settings_seen
     if seen is None or seen >= newest:
         return [], newest
     rows = s.execute(_SETTINGS_HERE, {"a": agent_id, "m": mood_id, "newest": newest}).all()
@@ -320,6 +414,9 @@ _SETTINGS_HERE = (sa.select(Setting.id, Setting.mood_id, Setting.agent_id, Setti
 
 def handed(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, values.Handed]]:
     """Context handed to this Mood for this agent (or anyone), oldest first, within HANDED_CHARS."""
+    waiting = prefetch.mood(s, "handed", mood_id, _handed_to)
+    if waiting is not MISS and None not in waiting and agent_id not in waiting:
+        return []  # nothing waits here for it (else it is read, and locked, on its own)
     # Another agent's wake may be taking the same "for anyone" context right now.
     mine = _HANDED_LOCKED if s.get_bind().dialect.name == "postgresql" else _HANDED
     rows = list(s.scalars(mine, {"a": agent_id, "m": mood_id}))
@@ -349,9 +446,34 @@ _HANDED = (sa.select(Handoff.id)
 _HANDED_LOCKED = _HANDED.with_for_update(skip_locked=True)
 
 
+def _handed_to(s: Session, moods: list[int]) -> dict[int, set[Optional[int]]]:
+    """For each Mood, whom context not taken yet waits for (None: anyone)."""
+    out: dict[int, set[Optional[int]]] = {m: set() for m in moods}
+    for m, a in s.execute(_HANDED_TO, {"moods": moods}):
+        out[m].add(a)
+    return out
+
+
+_HANDED_TO = (sa.select(Handoff.to_mood_id, Handoff.for_agent_id)
+              .where(Handoff.to_mood_id.in_(sa.bindparam("moods", expanding=True)),
+                     Handoff.taken_wake_id.is_(None)).distinct())
+
+
 def refusals(s: Session, agent_id: int, mood_id: int) -> list[tuple[int, str]]:
-    return [(r.id, f"your {r.block} block: {r.reason}")
-            for r in s.scalars(_REFUSALS, {"a": agent_id, "m": mood_id})]
+    got = prefetch.pair(s, "refusals", agent_id, mood_id, _refusals)
+    rows = s.scalars(_REFUSALS, {"a": agent_id, "m": mood_id}) if got is MISS else got
+    return [(r.id, f"your {r.block} block: {r.reason}") for r in rows]
+
+
+def _refusals(s: Session, pairs: list[prefetch.Pair]) -> dict:
+    return prefetch.grouped(s.execute(_REFUSALS_OF, {"pairs": pairs}), pairs)
+
+
+_REFUSALS_OF = (sa.select(Refusal.agent_id, Refusal.mood_id, Refusal.id, Refusal.block,
+                          Refusal.reason)
+                .where(sa.tuple_(Refusal.agent_id, Refusal.mood_id).in_(_PAIRS),
+                       Refusal.reported_wake_id.is_(None))
+                .order_by(Refusal.id))
 
 
 _REFUSALS = (sa.select(Refusal).where(Refusal.agent_id == sa.bindparam("a"),
@@ -401,7 +523,14 @@ def _around(s: Session, target: Post, n: int = LINK_AROUND) -> list[values.WakeP
 
 def checkin_people(s: Session, agent_id: int, mood_id: int) -> list[str]:
     """Handles of the people whose active check-in agreement this agent watches here."""
+    got = prefetch.pair(s, "checkins", agent_id, mood_id, _checkin_people)
+    if got is not MISS:
+        return list(got)
     return list(s.scalars(_CHECKIN_PEOPLE, {"a": agent_id, "m": mood_id}))
+
+
+def _checkin_people(s: Session, pairs: list[prefetch.Pair]) -> dict:
+    return prefetch.grouped(s.execute(_CHECKIN_PEOPLE_OF, {"pairs": pairs}), pairs)
 
 
 _CHECKIN_PEOPLE = (sa.select(Participant.handle)
@@ -410,3 +539,57 @@ _CHECKIN_PEOPLE = (sa.select(Participant.handle)
                           CheckinAgreement.mood_id == sa.bindparam("m"),
                           CheckinAgreement.status == "active")
                    .order_by(Participant.handle_key))
+_CHECKIN_PEOPLE_OF = (
+    sa.select(CheckinAgreement.agent_id, CheckinAgreement.mood_id, Participant.handle)
+    .join(CheckinAgreement, CheckinAgreement.person_id == Participant.id)
+    .where(sa.tuple_(CheckinAgreement.agent_id, CheckinAgreement.mood_id).in_(_PAIRS),
+           CheckinAgreement.status == "active")
+    .order_by(CheckinAgreement.agent_id, CheckinAgreement.mood_id, Participant.handle_key))
+
+
+# -- the cycle store's reads a wake makes, from the batch's sets where it read them ----------
+
+
+def last_spoke_id(s: Session, agent_id: int, mood_id: int) -> int:
+    """:func:`poller.store.cycle.last_spoke_id`: the agent's newest post or silence here."""
+    last = prefetch.pair(s, "latest", agent_id, mood_id, _latest)
+    if last is MISS:
+        return cycle.last_spoke_id(s, agent_id, mood_id)
+    return last.spoke or 0
+
+
+def senders(s: Session, post_ids: Sequence[int]) -> list[cycle.SenderTrust]:
+    """:func:`poller.store.cycle.senders`: the kind and trust of whoever sent each post."""
+    got = prefetch.posts(s, "senders", post_ids, _senders) if post_ids else MISS
+    if got is MISS:
+        return cycle.senders(s, list(post_ids))
+    return [got[i] for i in sorted(got)]
+
+
+def _senders(s: Session, ids: list[int]) -> dict[int, cycle.SenderTrust]:
+    return {i: cycle.SenderTrust(kind, trust)
+            for i, kind, trust in s.execute(_SENDERS, {"ids": ids})}
+
+
+_SENDERS = (sa.select(Post.id, Participant.kind, Participant.trust)
+            .join(Participant, Participant.id == Post.sender_id)
+            .where(Post.id.in_(sa.bindparam("ids", expanding=True))))
+
+
+def left_unanswered(s: Session, agent_id: int, mood_id: int,
+                    followup_of: int = 0) -> dict[int, list[int]]:
+    """:func:`poller.store.cycle.left_unanswered`: the posts cut-off turns here left
+    unanswered, by turn (read on its own only when one is held or followed up)."""
+    held = prefetch.pair(s, "held", agent_id, mood_id, _held)
+    if held is not MISS and not followup_of and not any(r.isdigit() for r in held):
+        return {}
+    return cycle.left_unanswered(s, agent_id, mood_id, followup_of)
+
+
+def _held(s: Session, pairs: list[prefetch.Pair]) -> dict:
+    return prefetch.grouped(s.execute(_HELD_OF, {"pairs": pairs}), pairs)
+
+
+_HELD_OF = (sa.select(Quarantine.agent_id, Quarantine.mood_id, Quarantine.ref)
+            .where(Quarantine.kind == cycle.CUT_OFF_HELD,
+                   sa.tuple_(Quarantine.agent_id, Quarantine.mood_id).in_(_PAIRS)))
