@@ -83,6 +83,20 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
     agent_ids = set(ctx.agents)
     mentioned = cycle.mentions_between(s, cur.value, rows[-1].id, agent_ids)
     listeners = facts.listeners(s, {(a, r.mood_id) for r in rows for a in agent_ids})
+    with cycle.texts_read(s, mentioned):  # what the posts naming an agent say: read once
+        owed = _read(ctx, s, rows, mentioned, listeners, agent_ids, now)
+    cycle.add_owed(s, owed)
+    owed_pairs = {(a, m) for a, _, m in owed}
+    for pair, row in listeners.items():
+        reschedule(row, pair in owed_pairs, now)
+    facts.save(s, listeners.values())
+    cycle.advance_cursor(s, cur, rows[-1].id, now)
+    return len(rows)
+
+
+def _read(ctx: Context, s, rows: list, mentioned: dict[int, set[int]], listeners: dict,
+          agent_ids: set[int], now: dt.datetime) -> set[tuple[int, int, int]]:
+    """Each post of the batch as every agent's listener takes it; the mentions owed."""
     asked = commands_in(s, mentioned)
     owed: set[tuple[int, int, int]] = set()
     for r in rows:
@@ -105,13 +119,7 @@ def posts(ctx: Context, s, now: dt.datetime) -> int:
                 set_aside(s, "post", r.id, r.mood_id, exc, now)
         for agent_id in commanded:  # "@agent stop" was carried out: nothing to answer
             owed.discard((agent_id, r.id, r.mood_id))
-    cycle.add_owed(s, owed)
-    owed_pairs = {(a, m) for a, _, m in owed}
-    for pair, row in listeners.items():
-        reschedule(row, pair in owed_pairs, now)
-    facts.save(s, listeners.values())
-    cycle.advance_cursor(s, cur, rows[-1].id, now)
-    return len(rows)
+    return owed
 
 
 def apply_post(ctx: Context, l: ListenerRow, r: cycle.PostEvent, agent_id: int,

@@ -10,10 +10,11 @@ attributes the cycle updates in place.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import datetime as dt
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -162,6 +163,9 @@ def mentions_before(s: Session, agent_id: int, mood_id: int, upto_id: int) -> in
 
 
 def post_text(s: Session, post_id: int) -> str:
+    known = s.info.get(_TEXTS)
+    if known is not None and post_id in known:
+        return known[post_id]
     return s.scalar(_POST_TEXT, {"p": post_id}) or ""
 
 
@@ -660,7 +664,26 @@ def spent_since(s: Session, agent_id: int, mood_id: int, since: dt.datetime) -> 
 
 def post_texts(s: Session, post_ids: list[int]) -> dict[int, str]:
     """The text of each of *post_ids*."""
+    known = s.info.get(_TEXTS)
+    if known is not None and all(i in known for i in post_ids):
+        return {i: known[i] for i in post_ids if i in known}
     return dict(s.execute(_POST_TEXTS, {"ids": list(post_ids)}).all())
+
+
+@contextlib.contextmanager
+def texts_read(s: Session, post_ids: Iterable[int]) -> Iterator[None]:
+    """Inside the block, :func:`post_text` and :func:`post_texts` answer for *post_ids*
+    from one statement made here (the scan reads what a batch's mentions say once, not
+    once a post for each reader of posts); other posts are read as before."""
+    ids = list(post_ids)
+    s.info[_TEXTS] = dict(s.execute(_POST_TEXTS, {"ids": ids}).all()) if ids else {}
+    try:
+        yield
+    finally:
+        s.info.pop(_TEXTS, None)
+
+
+_TEXTS = "mood_poller_texts_read"  # the session's info: texts of posts read at once
 
 
 _POST_TEXTS = sa.select(Post.id, Post.text).where(Post.id.in_(sa.bindparam("ids", expanding=True)))

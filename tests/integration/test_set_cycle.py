@@ -6,6 +6,7 @@ pollers sharing PostgreSQL never wake an agent twice for one mention."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 import threading
 
@@ -324,3 +325,42 @@ def test_settings_are_resolved_once_for_all_pairs_the_same_rows_apply_to():
     assert a is b and a["listening"] == "mentions"  # one result shared, not one a pair
     assert cache.values(7, 3, t(0))["listening"] == "off"
     assert cache.values(7, 3, t(61))["listening"] == "mentions"  # the until lapsed
+
+
+TEXT_READ = re.compile(r"SELECT posts\.(?:id, posts\.)?text\s+FROM posts\s+WHERE posts\.id\b")
+
+
+def test_the_scan_reads_what_a_batch_of_mentions_says_in_one_statement(new_store):
+    """Every reader of posts (stop and resume, slash commands, approvals) asks what a post
+    naming an agent says; the scan reads a batch's texts once and each reader still acts."""
+    store = new_store()
+    store.add_mood("lobby", "lobby", T0)
+    store.add_person("ada", "full", T0)
+    store.add_agent("a1", T0, command="true")
+    store.add_agent("a2", T0, command="true")
+    store.set_settings({"cooldown": "0"}, T0)
+    poller, launcher = poller_for(store)
+    poller.tick(t(0))
+    store.add_posts([("lobby", "ada", "@a1 stop", t(1)),
+                     ("lobby", "ada", "@a2 what do you think?", t(1)),
+                     ("lobby", "ada", "@a1 @a2 and the two of you?", t(1))])
+    reads = []
+
+    def seen(_conn, _cursor, statement, *_args):
+        if TEXT_READ.search(statement):
+            reads.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        poller.tick(t(2))
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
+    assert len(reads) == 1 and " IN " in reads[0]
+    with store.reading() as s:
+        woke = s.execute(sa.select(models.Participant.handle, models.Wake.kind)
+                         .join(models.Wake, models.Wake.agent_id == models.Participant.id)).all()
+        stopped = s.scalar(sa.select(models.Listener.stopped_by)
+                           .join(models.Participant,
+                                 models.Participant.id == models.Listener.agent_id)
+                           .where(models.Participant.handle == "a1"))
+    assert woke == [("a2", "mention")] and stopped == "ada"
