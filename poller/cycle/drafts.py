@@ -157,7 +157,7 @@ def gather(ctx: Context, s, kind: str, l: ListenerRow, agent: AgentInfo, mood: M
         session_until=held.seen_at if since else None,
         rules=rules_in_wake(agent, values, since, extras),
         checkins=reads.checkin_people(s, agent.id, mood.id),
-        **letter(s, agent, mood, values), **presence.current().parts(agent, absence, kind, judges, now),
+        **letter(s, agent, mood, values, ctx.agents), **presence.current().parts(agent, absence, kind, judges, now),
         **m.parts)
     # What the session holds is still held: the next delta starts after all of it.
     draft = Draft(agent, mood, kind, tools, request, m.answers, m.about_id,
@@ -166,13 +166,17 @@ def gather(ctx: Context, s, kind: str, l: ListenerRow, agent: AgentInfo, mood: M
     return draft
 
 
-def letter(s, agent: AgentInfo, mood: MoodInfo, values: dict) -> dict:
-    """The letter and who has been here, on the agent's first turn in the Mood; else nothing."""
+def letter(s, agent: AgentInfo, mood: MoodInfo, values: dict,
+           agents: Optional[dict[int, AgentInfo]] = None) -> dict:
+    """The letter and who has been here, on the agent's first turn in the Mood; else nothing.
+    (*agents*: the others whose first turns a batch may read the people of at once.)"""
     keeps = registry.capabilities(agent.waker).keeps_session
     if not reads.first_turn(s, agent.id, mood.id, keeps_sessions=keeps):
         return {}
+    others = agents or {}
     return {"letter": values.get("letter") or compose.kit_letter(),
-            "people": reads.people(s, mood.id, agent.id)}
+            "people": reads.people(s, mood.id, agent.id, keeps=lambda a: a not in others or (
+                registry.capabilities(others[a].waker).keeps_session))}
 
 
 def rules_in_wake(agent: AgentInfo, values: dict, since: int, extras: reads.Extras) -> str:

@@ -76,12 +76,13 @@ class Prefetch:
             return MISS
         return {i: rows[i] for i in ids if i in rows}
 
-    def mood(self, s, kind: str, mood_id: int, fetch: Callable) -> object:
+    def mood(self, s, kind: str, mood_id: int, fetch: Callable,
+             among: Callable = lambda _sets, _pair: True) -> object:
         """The Mood's answer to *kind*; *fetch* ``(s, moods) -> {mood: answer}`` reads the
-        Moods of the pairs ahead at once."""
+        Moods of the pairs ahead at once (of those *among* ``(self, pair)`` keeps)."""
         got = self.by_mood.get(kind)
         if got is None:
-            moods = sorted({m for _, m in self.ahead()})
+            moods = sorted({m for pair in self.ahead() if among(self, pair) for _, m in [pair]})
             got = self.by_mood[kind] = fetch(s, moods)
         return got.get(mood_id, MISS)
 
@@ -116,9 +117,9 @@ def posts(s, kind: str, ids: Iterable[int], fetch: Callable) -> object:
     return MISS if p is None else p.posts(s, kind, ids, fetch)
 
 
-def mood(s, kind: str, mood_id: int, fetch: Callable) -> object:
+def mood(s, kind: str, mood_id: int, fetch: Callable, **among) -> object:
     p = s.info.get(KEY)
-    return MISS if p is None else p.mood(s, kind, mood_id, fetch)
+    return MISS if p is None else p.mood(s, kind, mood_id, fetch, **among)
 
 
 def grouped(rows: Iterable, pairs: Iterable[Pair]) -> dict:

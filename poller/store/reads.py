@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -226,10 +226,36 @@ _LATEST = (
     .where(sa.tuple_(_L.c.agent_id, _L.c.mood_id).in_(_PAIRS)))
 
 
-def people(s: Session, mood_id: int, agent_id: int) -> list[values.Member]:
-    """Who has posted or signed in here (removed ones left out), by handle, up to LETTER_PEOPLE."""
-    return [values.Member(r.handle, r.kind == ParticipantKind.AGENT, r.trust)
-            for r in s.execute(_PEOPLE, {"m": mood_id, "a": agent_id, "limit": LETTER_PEOPLE})]
+def people(s: Session, mood_id: int, agent_id: int,
+           keeps: Callable[[int], bool] = lambda _agent: True) -> list[values.Member]:
+    """Who has posted or signed in here (removed ones left out), by handle, up to LETTER_PEOPLE.
+
+    In a batch, read at once for the Moods where a pair ahead may be at its first turn
+    (*keeps*: whether an agent's first turn is that of a session)."""
+    got = prefetch.mood(s, "people", mood_id, _people_of,
+                        among=lambda sets, pair: _may_open(sets, pair, keeps(pair[0])))
+    rows = (s.execute(_PEOPLE, {"m": mood_id, "a": agent_id, "limit": LETTER_PEOPLE})
+            if got is MISS else [r for r in got if r.id != agent_id][:LETTER_PEOPLE])
+    return [values.Member(r.handle, r.kind == ParticipantKind.AGENT, r.trust) for r in rows]
+
+
+def _may_open(sets: prefetch.Prefetch, pair: prefetch.Pair, keeps: bool) -> bool:
+    """Whether the pair's wake may be its first turn here (see :func:`first_turn`) as far
+    as the batch's sets tell (what they have not read, it may)."""
+    if keeps:
+        kept = sets.of_pairs.get("session", {}).get(pair, MISS)
+        return kept is None or kept is MISS
+    last = sets.of_pairs.get("latest", {}).get(pair, MISS)
+    return last is MISS or not last.woke
+
+
+def _people_of(s: Session, moods: list[int]) -> dict[int, list]:
+    """:func:`people` for each Mood, with one more (the agent asking is left out after)."""
+    out: dict[int, list] = {m: [] for m in moods}
+    if moods:
+        for r in s.execute(_PEOPLE_OF, {"moods": moods, "limit": LETTER_PEOPLE + 1}):
+            out[r.mood_id].append(r)
+    return out
 
 
 _PEOPLE = (sa.select(Participant.handle, Participant.kind, Participant.trust)
@@ -240,6 +266,21 @@ _PEOPLE = (sa.select(Participant.handle, Participant.kind, Participant.trust)
                                                     SignIn.participant_id == Participant.id)
                          .exists()))
            .order_by(Participant.handle_key).limit(sa.bindparam("limit")))
+_PEOPLE_RANKED = (
+    sa.select(Mood.id.label("mood_id"), Participant.id, Participant.handle, Participant.kind,
+              Participant.trust, sa.func.row_number().over(
+                  partition_by=Mood.id, order_by=Participant.handle_key).label("n"))
+    .select_from(sa.join(Mood, Participant, sa.true()))
+    .where(Mood.id.in_(sa.bindparam("moods", expanding=True)), Participant.retired_at.is_(None),
+           sa.or_(sa.select(Post.id).where(Post.mood_id == Mood.id,
+                                           Post.sender_id == Participant.id).exists(),
+                  sa.select(SignIn.id).where(SignIn.mood_id == Mood.id,
+                                             SignIn.participant_id == Participant.id).exists()))
+    .subquery())
+_PEOPLE_OF = (sa.select(_PEOPLE_RANKED.c.mood_id, _PEOPLE_RANKED.c.id, _PEOPLE_RANKED.c.handle,
+                        _PEOPLE_RANKED.c.kind, _PEOPLE_RANKED.c.trust)
+              .where(_PEOPLE_RANKED.c.n <= sa.bindparam("limit"))
+              .order_by(_PEOPLE_RANKED.c.mood_id, _PEOPLE_RANKED.c.n))
 
 
 def also_asked(s: Session, post_ids: Sequence[int], agent_id: int,

@@ -159,8 +159,7 @@ def mention_batch(store: Store, moods: int) -> int:
     return count[0]
 
 
-# What each wake still reads on its own: its catch-up, and on a first turn the letter's people.
-OWN_READS = 2
+OWN_READS = 1  # what each wake still reads on its own: its catch-up
 KINDS_OF_SET_READS = 12  # at most, each once a batch
 
 
