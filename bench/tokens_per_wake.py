@@ -36,8 +36,8 @@ agent that keeps a session resumes its whole conversation each turn (kept here a
 model agent keeps it, in ``agent_sessions.history`` and ``history_tokens``, summarised
 past ``session_tokens``), the part sent before read from the prompt cache, the rest
 uncached input, plus its output; in tokens and dollars at a Sonnet-class model's list
-prices, cache reads priced as such, and again with a 5-minute cache (a conversation
-resumed later is read and written to the cache anew).  Beside it, three bots on the same
+prices, cache reads priced as such, and again as the cache lives, 5 minutes or 1 hour (a
+conversation resumed later is read and written to the cache anew).  Beside it, three bots on the same
 day's posts (see :func:`peers`): mention-only with a kept session, every message with the
 last 50, and a heartbeat every 30 minutes with a kept session; mentions missed by each.
 
@@ -164,9 +164,12 @@ class InstantLauncher(_common.ListLauncher):
 
 # List prices of a Claude Sonnet-class model in dollars per million tokens, from Anthropic's
 # pricing page (anthropic.com/pricing, Claude Sonnet 4.5): input $3, a prompt-cache read
-# $0.30, a cache write $3.75 (the 5-minute cache, 1.25x input), output $15.
+# $0.30, a cache write $3.75 for the default 5-minute cache (1.25x input) or $6 for the
+# 1-hour one (2x input), output $15.
 USD_INPUT, USD_CACHE_READ, USD_CACHE_WRITE, USD_OUTPUT = 3.00, 0.30, 3.75, 15.00
-CACHE_TTL = dt.timedelta(minutes=5)  # the cache's default lifetime there, renewed by each read
+# The cache's lifetimes there (each read renews it), with what writing to it costs.
+CACHES = {"5-minute": (dt.timedelta(minutes=5), USD_CACHE_WRITE),
+          "1-hour": (dt.timedelta(hours=1), 6.00)}
 ARCHIVE_AFTER = settings.KEYS["archive_after"].default
 SESSION_TOKENS = settings.KEYS["session_tokens"].default
 SUMMARY_OUT = 400  # a summary of at most 300 words (model.SUMMARY_PROMPT)
@@ -180,29 +183,32 @@ class Reads:
     """What a model reads and writes, request by request: the prompt's part its conversation
     sent before (a cache read), the new part (uncached input), and its output.
 
-    Priced twice: as the cache reads they are (every part seen before read from the cache),
-    and as if the cache lived only CACHE_TTL: a request more than that after its
+    Priced as the cache reads they are (every part seen before read from the cache), and
+    as the cache really lives (CACHES): a request longer than its lifetime after its
     conversation's previous one reads its whole prompt as new, and every new token is a
-    cache write (1.25x input), so the next request can read it."""
+    cache write, so the next request can read it."""
 
     def __init__(self) -> None:
         self.requests = self.cached = self.new = self.out = 0
-        self.ttl_read = self.ttl_written = 0
+        self.kept = {name: [0, 0] for name in CACHES}  # tokens read from it, written to it
 
     def request(self, seen: int, new: int, out: int, since: dt.timedelta | None) -> None:
         self.requests += 1
         self.cached, self.new, self.out = self.cached + seen, self.new + new, self.out + out
-        if since is not None and since <= CACHE_TTL:
-            self.ttl_read, self.ttl_written = self.ttl_read + seen, self.ttl_written + new
-        else:
-            self.ttl_written += seen + new
+        for name, (life, _) in CACHES.items():
+            kept = self.kept[name]
+            if since is not None and since <= life:
+                kept[0], kept[1] = kept[0] + seen, kept[1] + new
+            else:
+                kept[1] += seen + new
 
     def usd(self) -> float:
         return (self.cached * USD_CACHE_READ + self.new * USD_INPUT + self.out * USD_OUTPUT) / 1e6
 
-    def usd_ttl(self) -> float:
-        return (self.ttl_read * USD_CACHE_READ + self.ttl_written * USD_CACHE_WRITE
-                + self.out * USD_OUTPUT) / 1e6
+    def usd_cache(self, name: str) -> float:
+        """Dollars with the cache *name* of CACHES."""
+        (read, written), write = self.kept[name], CACHES[name][1]
+        return (read * USD_CACHE_READ + written * write + self.out * USD_OUTPUT) / 1e6
 
 
 @dataclasses.dataclass
@@ -308,7 +314,8 @@ def reads_table(ours: dict[str, dict], others: dict[str, dict]) -> None:
     """What each strategy's model reads over the day, in tokens and dollars, beside the
     peers; every figure against the shipped strategy's."""
     print(f"\nwhat the model reads, at list prices (input ${USD_INPUT}, cache read "
-          f"${USD_CACHE_READ}, cache write ${USD_CACHE_WRITE}, output ${USD_OUTPUT} per MTok; "
+          f"${USD_CACHE_READ}, cache write ${USD_CACHE_WRITE} (5-minute cache) or "
+          f"${CACHES['1-hour'][1]} (1-hour), output ${USD_OUTPUT} per MTok; "
           f"a system prompt of the default persona; conversations summarised past "
           f"{SESSION_TOKENS:,} tokens):")
     shipped = ours[SHIPPED]["reads"].usd()
@@ -320,7 +327,8 @@ def reads_table(ours: dict[str, dict], others: dict[str, dict]) -> None:
         print(f"  {name}: {r.requests:,} requests; input {r.cached + r.new:,} tokens "
               f"({r.cached:,} cache reads, {r.new:,} uncached), output {r.out:,}; "
               f"${r.usd():.2f} ({r.usd() / shipped:.2f}x the shipped); with a 5-minute cache "
-              f"${r.usd_ttl():.2f}; mentions missed {row['missed']}{late}")
+              f"${r.usd_cache('5-minute'):.2f}, a 1-hour cache ${r.usd_cache('1-hour'):.2f}; "
+              f"mentions missed {row['missed']}{late}")
 
 
 SUMMARY_ASK = 60  # model.SUMMARY_PROMPT
