@@ -236,12 +236,20 @@ class Statements:
     def _sql(self, *_args) -> None:
         self.counts["sql"] += 1
 
+    @staticmethod
+    def _autocommit(conn) -> bool:
+        """A connection in autocommit: SQLAlchemy still fires begin and rollback for it, but
+        the driver sends neither."""
+        return conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+
     def _begin(self, conn) -> None:
-        if conn.dialect.name != "sqlite":  # SQLite's BEGIN is a statement counted as sql
+        # SQLite's BEGIN is a statement counted as sql
+        if conn.dialect.name != "sqlite" and not self._autocommit(conn):
             self.counts["begin"] += 1
 
-    def _end(self, *_args) -> None:
-        self.counts["end"] += 1
+    def _end(self, conn, *_args) -> None:
+        if not self._autocommit(conn):
+            self.counts["end"] += 1
 
     def _checkout(self, _dbapi_conn, _record, proxy) -> None:
         if getattr(proxy._pool, "_pre_ping", False):

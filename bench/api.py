@@ -199,7 +199,8 @@ def throughput(args) -> float:
     print(f"  ours/floor: posts/s {ratio:.2f} (target >= {TARGETS['ratio']:g}: {verdict}); "
           f"server CPU per post {ours['cpu'] / floor['cpu']:.2f}x the floor's"
           + ("" if ours["db"] is None else
-             f"; database CPU per post {ours['db'] / floor['db']:.2f}x the floor's"))
+             f"; database CPU per post {ours['db'] / floor['db']:.2f}x the floor's" if floor["db"]
+             else "; the floor's database CPU was too small to read (under the clock's tick)"))
     print(f"  ours: {statements.per(ours['total'], 'post')} (every statement serve made in the "
           f"run, start-up included); the floor: 1 (one INSERT, autocommit or one commit)")
     return ratio

@@ -94,8 +94,12 @@ def identify(store: Store, token: str) -> Optional[Identity]:
 
 def _first(store: Store, query):
     """The first row of a read on a plain connection: every request asks who it is from,
-    and a connection costs half what an ORM session does."""
+    and a connection costs half what an ORM session does.  On PostgreSQL the one statement
+    runs outside a transaction (autocommit: no ``BEGIN`` before it, no ``ROLLBACK`` after,
+    two round trips of the three), which a single read does not need."""
     with store.engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
         return conn.execute(query).first()
 
 
