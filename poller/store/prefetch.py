@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 Pair = tuple[int, int]
 KEY = "poller.prefetch"
 MISS = object()  # no set answer: read it on its own
+CHUNK = 2_000  # posts a set read asks for in one statement (bound parameters have a limit)
 
 
 class Prefetch:
@@ -70,7 +71,10 @@ class Prefetch:
         got = self.of_posts.get(kind)
         if got is None:
             wanted = sorted({i for pair in self.ahead() for i in self.owed.get(pair, ())})
-            got = self.of_posts[kind] = (frozenset(wanted), fetch(s, wanted) if wanted else {})
+            rows: dict = {}
+            for k in range(0, len(wanted), CHUNK):
+                rows.update(fetch(s, wanted[k:k + CHUNK]))
+            got = self.of_posts[kind] = (frozenset(wanted), rows)
         read, rows = got
         if not ids <= read:
             return MISS
@@ -82,8 +86,8 @@ class Prefetch:
         Moods of the pairs ahead at once (of those *among* ``(self, pair)`` keeps)."""
         got = self.by_mood.get(kind)
         if got is None:
-            moods = sorted({m for pair in self.ahead() if among(self, pair) for _, m in [pair]})
-            got = self.by_mood[kind] = fetch(s, moods)
+            moods = sorted({pair[1] for pair in self.ahead() if among(self, pair)})
+            got = self.by_mood[kind] = fetch(s, moods) if moods else {}
         return got.get(mood_id, MISS)
 
     def wrote_in(self, mood_id: int) -> None:

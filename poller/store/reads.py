@@ -252,9 +252,8 @@ def _may_open(sets: prefetch.Prefetch, pair: prefetch.Pair, keeps: bool) -> bool
 def _people_of(s: Session, moods: list[int]) -> dict[int, list]:
     """:func:`people` for each Mood, with one more (the agent asking is left out after)."""
     out: dict[int, list] = {m: [] for m in moods}
-    if moods:
-        for r in s.execute(_PEOPLE_OF, {"moods": moods, "limit": LETTER_PEOPLE + 1}):
-            out[r.mood_id].append(r)
+    for r in s.execute(_PEOPLE_OF, {"moods": moods, "limit": LETTER_PEOPLE + 1}):
+        out[r.mood_id].append(r)
     return out
 
 
