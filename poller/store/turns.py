@@ -144,7 +144,14 @@ def follow_up(s: Session, counter, w: Wake, now: dt.datetime) -> None:
         return  # it had replied: nothing is owed
     l = cycle.listeners_for(s, {(w.agent_id, w.mood_id)})[(w.agent_id, w.mood_id)]
     if w.kind != WakeKind.CUT_OFF:
-        l.followup_of, l.followup_due_at = w.id, now + FOLLOW_UP_AFTER
+        due = now + FOLLOW_UP_AFTER
+        if _still_owed(s, l.followup_of, w.id):
+            # A follow-up is owed already, for posts an earlier cut-off turn left
+            # unanswered, and this turn took none of them over (it answered nothing:
+            # a consider, a quiet look): that follow-up stays theirs, or they are lost.
+            l.followup_due_at = min(l.followup_due_at or due, due)
+        else:
+            l.followup_of, l.followup_due_at = w.id, due
         l.due_at = l.followup_due_at if l.due_at is None else min(l.due_at, l.followup_due_at)
         return
     handle = handle_of(s, w.agent_id)
@@ -153,6 +160,18 @@ def follow_up(s: Session, counter, w: Wake, now: dt.datetime) -> None:
     cycle.add_system_post(s, w.mood_id, w.agent_id, body, now, counter.count(body))
     cycle.quarantine(s, cycle.CUT_OFF_HELD, str(w.id), f"wake {w.id}, a follow-up, was cut off too: "
                      f"{w.error}", now, agent_id=w.agent_id, mood_id=w.mood_id)
+
+
+def _still_owed(s: Session, followup_of: int, wake_id: int) -> bool:
+    """Whether the cut-off wake *followup_of* still holds posts left unanswered and the
+    wake *wake_id* answers none (so it did not take them over)."""
+    if not followup_of or followup_of == wake_id:
+        return False
+    held = s.scalar(sa.select(sa.func.count()).select_from(WakeAnswer)
+                    .where(WakeAnswer.wake_id == followup_of))
+    mine = s.scalar(sa.select(sa.func.count()).select_from(WakeAnswer)
+                    .where(WakeAnswer.wake_id == wake_id))
+    return bool(held) and not mine
 
 
 def after_turn(s: Session, w: Wake, now: dt.datetime, silent_or_failed: bool) -> None:

@@ -403,6 +403,38 @@ def test_no_mention_is_lost_on_sqlite(migrated_sqlite, tmp_path):
     assert COUNTS["sqlite"]["lost"] == 0 and COUNTS["sqlite"]["answered"] > 0
 
 
+def test_a_cut_off_consider_keeps_the_follow_up_an_earlier_cut_off_mention_is_owed(
+        migrated_sqlite, tmp_path):
+    """A mention's turn is cut off (a follow-up is owed for it); before the follow-up a
+    consider starts and is cut off too. The follow-up stays the mention's: it carries the
+    question, and nothing is lost (the consider answered nothing of its own). Found by
+    the state machine below."""
+    path = tmp_path / "moods.db"
+    shutil.copyfile(migrated_sqlite, path)
+    path.chmod(0o600)
+    machine = type("SqliteLobby", (Lobby,), dict(
+        backend="sqlite-case", new_url=staticmethod(lambda: f"sqlite:///{path}"),
+        home=tmp_path, server=None))()
+    try:
+        machine.mention(words="the index")
+        machine.kill_mid_turn(seconds=1)  # the mention's turn, cut off: a follow-up owed
+        machine.plain_post(words="the index")
+        machine.kill_mid_turn(seconds=1)  # the cut-off recorded; nothing starts yet
+        machine.kill_mid_turn(seconds=61)  # a consider starts, and is cut off too
+        with open_store(machine.url).reading() as s:
+            kinds = [w.kind for w in s.scalars(sa.select(Wake).order_by(Wake.id))]
+        assert kinds[:2] == ["mention", "consider"]
+        machine.no_mention_is_lost()
+        machine.kill_mid_turn(seconds=1)  # the follow-up starts (and is cut off in turn)
+        machine.no_mention_is_lost()
+        with open_store(machine.url).reading() as s:
+            taken = {(w.kind, a.post_id) for w, a in s.execute(
+                sa.select(Wake, WakeAnswer).join(WakeAnswer, WakeAnswer.wake_id == Wake.id))}
+        assert ("cut-off", machine.mentions[0]) in taken  # the follow-up carried the question
+    finally:
+        machine.teardown()  # and every mention is answered in the end
+
+
 @pytest.fixture
 def own_pg():
     if pg.find_bindir() is None:
