@@ -218,7 +218,14 @@ def status(store: Store, now: dt.datetime) -> dict:
             "next_due": [{"agent": d.agent, "mood": d.mood, "due_at": iso(d.due_at)}
                          for d in o.due],
             "quarantined": aside, "scheduled": scheduled, "undelivered": undelivered,
-            **pollers}
+            "approvals": _approvals(store), **pollers}
+
+
+def _approvals(store: Store) -> list[dict]:
+    """The tools turns wait to be allowed, oldest first (``mood-poller approve ID``)."""
+    from poller.store import capabilities
+
+    return [a.to_json() for a in capabilities.pending_in(store)]
 
 
 def _spent_json(u: Optional[ops.Usage]) -> dict:

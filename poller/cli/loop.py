@@ -336,6 +336,10 @@ def status(app: App, as_json: bool) -> None:
         doing = f": {w['progress']}" if w["progress"] else ""
         common.echo(f"  wake {w['id']} {w['agent']} in {w['mood']} ({w['kind']}) {w['status']} "
                     f"since {when(w['since'])}{doing}")
+    for a in st["approvals"]:
+        common.echo(f"waiting for approval: #{a['id']} {a['agent']} in {a['mood']} asks for "
+                    f"{a['tool']} ({a['input']}), since {when(a['asked_at'])}; "
+                    f"`mood-poller approve {a['id']}` or `deny {a['id']}`")
     for q in st["quarantined"]:
         where = f" in {q['mood']}" if q["mood"] else ""
         common.echo(f"set aside: {q['kind']} {q['ref']}{where} ({q['count']}x, last "

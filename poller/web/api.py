@@ -220,7 +220,10 @@ STATUS = schema_out(scram=SCRAM, agents=schema_many({"type": "object"}), in_flig
               scheduled=schema_many(schema_out(what={"enum": ["alarm", "checkin"]}, agent=S, mood=S,
                                    at=TIME, local=S)),
               undelivered=schema_many(schema_out(what=S, id=INT, to=S, event=S, status=S,
-                                                 error=S)))
+                                                 error=S)),
+              # tools turns wait to be allowed (`mood-poller approve ID`), oldest first
+              approvals=schema_many(schema_out(id=INT, wake_id=INT, agent=S, mood=S, tool=S,
+                                               input=S, status=S, asked_at=TIME)))
 WHY = schema_out(mood=S, agent=S, scram=SCRAM, hold={"type": ["object", "null"]}, owed=INT,
            in_flight=MAYBE_INT, decisions={"type": "object"}, timers={"type": "object"},
            quarantined=schema_many({"type": "object"}), first_cycle_run=BOOL,

@@ -180,6 +180,9 @@ def test_an_approval_in_the_mood_by_a_full_trust_person_lets_the_tool_run(room):
     assert w["status"] == "running"
     shown = json.loads(room("wakes", "show", str(w["id"]), "--json").out)
     assert shown.get("progress") == "waiting for approval: Bash"
+    status = room("status").out  # the operator sees what waits, and how to answer it
+    assert f"waiting for approval: #{asked['id']} claude in lobby asks for Bash" in status
+    assert [a["id"] for a in json.loads(room("status", "--json").out)["approvals"]] == [asked["id"]]
     # bob has trust look: his answer is refused in the Mood, and the request waits on.
     post(room, 5, "bob", "@claude approve")
     tick(room, 6)
