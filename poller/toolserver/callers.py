@@ -25,7 +25,6 @@ from typing import Callable, Optional
 from poller import errors
 from poller.kinds import Tools
 from poller.store import access, capabilities, core, tool_reads
-from poller.store.capabilities import Capability
 from poller.store.core import Store
 from poller.tools.registry import ERROR, ToolSpec, Toolbox, check_args, registered, schema
 
@@ -63,11 +62,6 @@ class TurnCaller:
         self.box = Toolbox(store, wake_id=cap.wake_id, agent_id=cap.agent_id, agent=cap.agent,
                            mood_id=cap.mood_id, mood=cap.mood, tools=cap.tools, clock=clock,
                            max_calls=max_calls)
-
-    @property
-    def who(self) -> str:
-        cap = self.cap
-        return f"{cap.agent} in {cap.mood} (turn {cap.wake_id}, {cap.tools} tools)"
 
     def specs(self) -> list[ToolSpec]:
         out = self.box.specs()
@@ -145,12 +139,8 @@ class PersonCaller:
         who = access.identify(store, token) if token else None
         if who is None:
             raise errors.UserError("the token is unknown or was revoked")
-        self.store, self.token, self.clock, self.who_id = store, token, clock, who
+        self.store, self.token, self.clock, self.identity = store, token, clock, who
         self.limit, self.on_posted = limit, on_posted
-
-    @property
-    def who(self) -> str:
-        return f"{self.who_id.handle} (trust {self.who_id.trust})"
 
     def _tools(self) -> dict[str, ToolSpec]:
         out = {}
@@ -159,7 +149,7 @@ class PersonCaller:
                 continue
             spec = tool.spec
             out[spec.name] = _per_mood(spec) if spec.name in PER_MOOD else spec
-        if self.who_id.may_post:
+        if self.identity.may_post:
             out[POST_SPEC.name] = POST_SPEC
         return out
 
@@ -170,7 +160,7 @@ class PersonCaller:
         who = access.identify(self.store, self.token)
         if who is None:
             return Answer("refused: the token is unknown or was revoked", True)
-        self.who_id = who
+        self.identity = who
         spec = self._tools().get(name) if isinstance(name, str) else None
         if spec is None:
             return Answer(f"unknown tool {str(name)[:60]!r} (tools: "
@@ -195,17 +185,17 @@ class PersonCaller:
             if mood_id is None:
                 raise errors.NotFound(f"no Mood {slug!r}")
             shown = slug
-        return Toolbox(self.store, wake_id=0, agent_id=self.who_id.person_id,
-                       agent=self.who_id.handle, mood_id=mood_id, mood=shown, tools=Tools.LOOK,
+        return Toolbox(self.store, wake_id=0, agent_id=self.identity.person_id,
+                       agent=self.identity.handle, mood_id=mood_id, mood=shown, tools=Tools.LOOK,
                        clock=self.clock)
 
     def _post(self, args: dict) -> Answer:
-        if not self.who_id.may_post:
-            return Answer(f"{self.who_id.handle} has trust {self.who_id.trust} and may not post",
+        if not self.identity.may_post:
+            return Answer(f"{self.identity.handle} has trust {self.identity.trust} and may not post",
                           True)
-        [ready] = self.store.admit([core.NewPost(args["mood"], self.who_id.handle, args["text"],
+        [ready] = self.store.admit([core.NewPost(args["mood"], self.identity.handle, args["text"],
                                                  self.clock(), reply_to=args.get("reply_to"))])
-        if self.limit is not None and not self.limit.allow(self.who_id.token_id):
+        if self.limit is not None and not self.limit.allow(self.identity.token_id):
             return Answer(f"refused: at most {self.limit.limit} posts per "
                           f"{self.limit.window:g} s; try again shortly", True)
         [post] = self.store.ingest([ready])

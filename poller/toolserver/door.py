@@ -114,10 +114,6 @@ class RemoteCaller:
         first = self._ask({"op": "specs"})  # the token is checked at once
         self._specs = first["specs"]
 
-    @property
-    def who(self) -> str:
-        return "a turn"
-
     def _ask(self, ask: dict) -> dict:
         with self.lock:
             self.file.write(json.dumps({"token": self.token, **ask}).encode("utf-8") + b"\n")

@@ -9,7 +9,6 @@ work in a thread (the store, an approval's wait); the server's loop only relays.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from typing import Awaitable, Callable, Optional
 
 import anyio
@@ -174,8 +173,3 @@ class HttpMount:
             await response(scope, receive, send)
             return
         await self.manager.handle_request(scope, receive, send)
-
-
-def environment_has_token(env: Optional[dict] = None) -> bool:
-    env = os.environ if env is None else env
-    return bool(env.get(TURN_TOKEN_ENV) or env.get(PERSON_TOKEN_ENV))
