@@ -8,6 +8,8 @@ checkout with plain ``python bench/NAME.py``; this module puts the checkout on
 from __future__ import annotations
 
 import argparse
+import atexit
+import collections
 import datetime as dt
 import os
 import platform
@@ -15,7 +17,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -232,9 +234,23 @@ class Statements:
     def __init__(self) -> None:
         self.counts = dict.fromkeys(self.KINDS, 0)
         self.on = False
+        # BENCH_STATEMENTS=N: the N statements sent most often are printed at exit (by
+        # their first words), to see what is left of a figure.
+        self.texts: Optional[collections.Counter] = None
+        top = int(os.environ.get("BENCH_STATEMENTS") or 0)
+        if top:
+            self.texts = collections.Counter()
+            atexit.register(self._print_top, top)
 
-    def _sql(self, *_args) -> None:
+    def _sql(self, _conn=None, _cursor=None, statement="", *_args) -> None:
         self.counts["sql"] += 1
+        if self.texts is not None:
+            self.texts[" ".join(statement.split())[:110]] += 1
+
+    def _print_top(self, top: int) -> None:
+        print(f"the {top} statements sent most often:")
+        for text, n in self.texts.most_common(top):
+            print(f"{n:8,}  {text}")
 
     @staticmethod
     def _autocommit(conn) -> bool:

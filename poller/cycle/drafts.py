@@ -244,11 +244,62 @@ def record(ctx: Context, s, draft: Draft, wake: compose.ComposedWake, now: dt.da
                           now, row.id)
     after_wake(ctx, s, l, draft, now)
     facts.save(s, [l])
+    told(draft, report)
+    return Planned(row.id, draft.agent.handle, draft.mood.slug, draft.kind, draft.tools,
+                   wake.text, draft.answers)
+
+
+def record_set(ctx: Context, s, composed: list[tuple[Draft, compose.ComposedWake]],
+               now: dt.datetime, report: TickReport) -> list[Optional[Planned]]:
+    """Record a batch's composed wakes at once (:func:`record` for each, in a handful of
+    statements for the whole batch): each is recorded if nothing changed since it was
+    decided, else None in its place.  The wakes before it in the batch count in its
+    agent's load and its Mood's floor, as they did when it was decided.  Wakes not
+    decided on a listener's fingerprint (a schedule's, with a guard) go to :func:`record`.
+    """
+    if not composed:
+        return []
+    if cycle.flag(s, "scram") is not None:  # an emergency stop came while they were composed
+        return [None] * len(composed)
+    batch, active = facts.recheck(s, [(d.agent.id, d.mood.id) for d, _ in composed], now)
+    kept: list[tuple[int, Draft, compose.ComposedWake, ListenerRow]] = []
+    for at, (draft, wake) in enumerate(composed):
+        l = batch.listeners.get((draft.agent.id, draft.mood.id))
+        if (l is None  # another poller holds it now
+                or draft.agent.id not in active  # removed while it was composed
+                or batch.fingerprint(l, now) != draft.fingerprint
+                or not reads.still_untaken(s, draft.extras)):
+            continue
+        batch.load[l.agent_id].planned(l.mood_id, now)  # the wakes after it see this one
+        if kinds.spec(draft.kind).unprompted:
+            batch.took_floor(l.agent_id, draft.agent.handle, l.mood_id)
+        kept.append((at, draft, wake, l))
+    new = [cycle.NewWake(d.agent.id, d.mood.id, d.kind, d.tools, w.text, w.prompt_tokens,
+                         w.dial_source, d.about_id, d.seen_id, d.answers, d.took_over)
+           for _, d, w, _ in kept]
+    ids = cycle.add_wakes(s, new, now)
+    reads.taken_all(s, [(i, d.extras) for i, (_, d, _, _) in zip(ids, kept)])
+    for wake_id, (_, draft, _, _) in zip(ids, kept):
+        if draft.absence is not None:  # e.g. its pingers have had their judgment
+            presence.current().recorded(s, draft, wake_id, now)
+        for write in draft.on_record:
+            write(s, wake_id, draft.answers, now)
+    cycle.add_woke(s, list(zip(new, ids)), now)
+    for _, draft, _, l in kept:
+        after_wake(ctx, s, l, draft, now)
+    facts.save(s, [l for _, _, _, l in kept])
+    out: list[Optional[Planned]] = [None] * len(composed)
+    for wake_id, (at, draft, wake, _) in zip(ids, kept):
+        out[at] = Planned(wake_id, draft.agent.handle, draft.mood.slug, draft.kind, draft.tools,
+                          wake.text, draft.answers)
+    return out
+
+
+def told(draft: Draft, report: TickReport) -> None:
+    """Report and log a recorded wake's decision (once its transaction stands)."""
     report.decisions.append((draft.agent.handle, draft.mood.slug, draft.kind, "woke"))
     log_decision(draft.agent.handle, draft.mood.slug, draft.kind,
                  draft.decision or law.Decision("wake", "", None), True)
-    return Planned(row.id, draft.agent.handle, draft.mood.slug, draft.kind, draft.tools,
-                   wake.text, draft.answers)
 
 
 def screen_out(ctx: Context, s, draft: Draft, reason: str, now: dt.datetime,

@@ -155,7 +155,7 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
             judges = here.judges(weighed.away) if weighed and weighed.away else ()
             d = drafts.gather(ctx, s, kind, l, agent, mood, values, owed, now,
                               absence=absence, judges=judges)
-            d.fingerprint, d.decision = fingerprint(l, load, now, batch), decision
+            d.fingerprint, d.decision = batch.fingerprint(l, now), decision
             load.planned(l.mood_id, now)  # the pairs after this one see its wake
             if kinds.spec(kind).unprompted:
                 batch.took_floor(l.agent_id, agent.handle, l.mood_id)  # and its floor
@@ -173,15 +173,6 @@ def weigh(ctx: Context, s, batch: facts.Batch, l: ListenerRow, notes: list[str],
         pending.append(max(untried, now))
     l.due_at = min(pending) if pending else None
     return None, said
-
-
-def fingerprint(l: ListenerRow, load: facts.Load, now: dt.datetime, batch: facts.Batch) -> tuple:
-    """What the wake decision rested on, as :func:`cycle.fingerprint` reads it back when
-    the wake is recorded (the wakes decided before it in the batch recorded by then)."""
-    return cycle.listener_print(l) + (
-        tuple(l.owed), l.mood_id in load.here, load.running,
-        sum(1 for t in load.woke if t > now - law.HOUR),
-        batch.floor_others(l.agent_id, l.mood_id))
 
 
 def base_facts(ctx: Context, load: facts.Load, l: ListenerRow, mood: MoodInfo, resolved: dict,

@@ -301,11 +301,29 @@ class Poller:
         return composed
 
     def _record(self, composed: list, now: dt.datetime, report: TickReport) -> list[Planned]:
-        """Record a batch's composed wakes in one write transaction, each in a savepoint
-        (one that breaks is set aside, the others stand); the wakes recorded."""
+        """Record a batch's composed wakes in one write transaction: all at once, in a
+        savepoint (:func:`drafts.record_set`); if that breaks, one by one, each in a
+        savepoint of its own (one that breaks is set aside, the others stand)."""
         planned, failed = [], []
         if composed:
             with self._tx() as s:
+                try:
+                    with s.begin_nested():
+                        outcomes = drafts.record_set(self.ctx, s, composed, now, report)
+                except transient_errors():
+                    raise
+                except Exception:
+                    log.debug("a batch of %d wakes recorded one by one", len(composed),
+                              exc_info=True)
+                    outcomes = None
+                if outcomes is not None:
+                    for (draft, _), one in zip(composed, outcomes):
+                        if one is None:
+                            report.abandoned += 1  # changed meanwhile: looked at again next cycle
+                        else:
+                            drafts.told(draft, report)
+                            planned.append(one)
+                    composed = []
                 for draft, wake in composed:
                     try:
                         with s.begin_nested():

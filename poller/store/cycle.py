@@ -424,6 +424,61 @@ def add_wake(s: Session, *, agent_id: int, mood_id: int, kind: str, tools: str, 
     return Recorded(wake_id)
 
 
+@dataclass(frozen=True)
+class NewWake:
+    """One wake of a batch to record with :func:`add_wakes`."""
+
+    agent_id: int
+    mood_id: int
+    kind: str
+    tools: str
+    text: str
+    prompt_tokens: int
+    dial_source: str
+    about_id: Optional[int]
+    seen_id: int
+    answers: Sequence[int] = ()
+    taking_over: Sequence[int] = ()  # as for add_wake
+
+
+def add_wakes(s: Session, wakes: Sequence[NewWake], now: dt.datetime) -> list[int]:
+    """Record a batch's wakes (at most one a pair), the posts they answer and the owed
+    rows they pay, with one statement per kind of row (the wakes' as a multi-row insert returning their ids);
+    the ids, in the order given.  What :func:`add_wake` does for one."""
+    if not wakes:
+        return []
+    conn = s.connection()
+    # One wake a pair: the ids are matched by pair, in whatever order they come back.
+    made = {(a, m): i for i, a, m in conn.execute(_ADD_WAKES, [dict(
+        agent_id=w.agent_id, mood_id=w.mood_id, kind=w.kind, tools=w.tools, status="pending",
+        created_at=now, text=w.text, prompt_tokens=w.prompt_tokens, dial_source=w.dial_source,
+        about_id=w.about_id, seen_id=w.seen_id, host=procs.HOST, error="") for w in wakes])}
+    ids = [made[(w.agent_id, w.mood_id)] for w in wakes]
+    for w in wakes:
+        if w.answers and w.taking_over:  # rare: a cut-off turn's posts change hands first
+            conn.execute(_TAKE_OVER, {"wakes": list(w.taking_over), "posts": list(w.answers)})
+    answered = [dict(wake_id=i, post_id=p, agent_id=w.agent_id)
+                for i, w in zip(ids, wakes) for p in w.answers]
+    if answered:
+        conn.execute(_ADD_ANSWERS, answered)
+        conn.execute(_PAID_ALL, {"pairs": sorted({(a["agent_id"], a["post_id"]) for a in answered})})
+    return ids
+
+
+def add_woke(s: Session, woke: Sequence[tuple[NewWake, int]], now: dt.datetime) -> None:
+    """The decisions behind a batch's recorded wakes (*woke*: each wake and its id), one
+    insert: a decision that woke the agent is always a row of its own."""
+    if woke:
+        s.connection().execute(_ADD_DECISION, [dict(
+            agent_id=w.agent_id, mood_id=w.mood_id, kind=w.kind, outcome="wake", reason="woke",
+            next_due=None, wake_id=i, at=now, last_at=now, count=1, detail=None)
+            for w, i in woke])
+
+
+_ADD_WAKES = sa.insert(Wake.__table__).returning(
+    Wake.__table__.c.id, Wake.__table__.c.agent_id, Wake.__table__.c.mood_id)
+
+
 _ADD_WAKE = sa.insert(Wake.__table__)
 _ADD_ANSWERS = sa.insert(WakeAnswer.__table__)
 _TAKE_OVER = sa.delete(WakeAnswer.__table__).where(
@@ -432,6 +487,9 @@ _TAKE_OVER = sa.delete(WakeAnswer.__table__).where(
 _PAID = sa.delete(Owed.__table__).where(
     Owed.__table__.c.agent_id == sa.bindparam("a"),
     Owed.__table__.c.post_id.in_(sa.bindparam("posts", expanding=True)))
+_PAID_ALL = sa.delete(Owed.__table__).where(
+    sa.tuple_(Owed.__table__.c.agent_id, Owed.__table__.c.post_id)
+    .in_(sa.bindparam("pairs", expanding=True)))
 
 
 def left_unanswered(s: Session, agent_id: int, mood_id: int,
@@ -847,7 +905,7 @@ def fingerprint(s: Session, l: Listener, now: dt.datetime) -> tuple:
 
     Taken when a wake is decided and again when it is recorded; if they
     differ, something moved in between (a turn settled, another poller woke
-    the agent) and the decision is made afresh.  (:func:`poller.cycle.evaluate.fingerprint`
+    the agent) and the decision is made afresh.  (:meth:`poller.store.facts.Batch.fingerprint`
     takes it from a batch's facts; the two must agree.)
     """
     conn = s.connection()

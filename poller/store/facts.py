@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from poller.kinds import FINISHED, IN_FLIGHT, PostKind, WakeKind, WakeStatus
 from poller.models import (Agent, DecisionRow, Listener, Mood, Owed, Participant, Post,
                            UTCDateTime, Wake)
-from poller.store import absences
+from poller.store import absences, cycle
 from poller.values import MoodInfo
 
 HOUR = dt.timedelta(hours=1)
@@ -265,6 +265,15 @@ class Batch:
     def took_floor(self, agent_id: int, handle: str, mood_id: int) -> None:
         self.floor.setdefault(mood_id, []).append((agent_id, handle))
 
+    def fingerprint(self, l: ListenerRow, now: dt.datetime) -> tuple:
+        """What a wake decision on *l* rests on, as :func:`cycle.fingerprint` reads it one
+        pair at a time: the listener, what is owed, the agent's load (with the wakes this
+        batch planned before it) and the others' unprompted turns in flight in the Mood."""
+        load = self.load[l.agent_id]
+        return cycle.listener_print(l) + (
+            tuple(l.owed), l.mood_id in load.here, load.running,
+            sum(1 for t in load.woke if t > now - HOUR), self.floor_others(l.agent_id, l.mood_id))
+
     def repeats(self, l: ListenerRow, kind: str, outcome: str, reason: str) -> Optional[Latest]:
         last = self.latest.get((l.agent_id, l.mood_id, kind))
         return last if last is not None and last.repeated_by(outcome, reason) else None
@@ -304,6 +313,52 @@ _AGENTS = Agent.__table__
 _LOCK_AGENTS = (sa.select(_AGENTS.c.participant_id)
                 .where(_AGENTS.c.participant_id.in_(sa.bindparam("agents", expanding=True)))
                 .order_by(_AGENTS.c.participant_id).with_for_update())
+
+
+def recheck(s: Session, pairs: list[Pair], now: dt.datetime) -> tuple[Batch, set[int]]:
+    """Before a batch's wakes are recorded: the *pairs*' listeners claimed again, and what
+    their fingerprints rest on (:meth:`Batch.fingerprint`), read for the whole batch; and
+    which of their agents are still active.
+
+    On PostgreSQL the listeners are taken with ``SKIP LOCKED`` (a pair another poller
+    holds now is left out), then the agents and the Moods are locked in id order, so
+    two pollers recording wakes of one agent, or unprompted wakes in one Mood, take turns
+    and the second sees the first's (see :func:`cycle.floor_others`).
+    """
+    s.flush()
+    conn = s.connection()
+    pg = conn.dialect.name == "postgresql"
+    listeners = {}
+    if pairs:
+        for row in conn.execute(_PAIRS_PG if pg else _PAIRS, {"pairs": list(pairs)}):
+            l = ListenerRow(row)
+            listeners[(l.agent_id, l.mood_id)] = l
+    claimed = list(listeners)
+    agents = sorted({a for a, _ in claimed})
+    moods = sorted({m for _, m in claimed})
+    batch = Batch(now, listeners, {}, {a: Load() for a in agents}, {})
+    if not claimed:
+        return batch, set()
+    active = {a for a, retired in conn.execute(_AGENTS_LOCKED, {"agents": agents})
+              if retired is None}
+    if pg:
+        conn.execute(_LOCK_MOODS, {"moods": moods})
+    _owed(conn, batch, claimed)
+    _wakes(conn, batch, agents, now, False)
+    for mood_id, agent_id, handle in conn.execute(_FLOOR, {"moods": moods}):
+        batch.took_floor(agent_id, handle, mood_id)
+    return batch, active
+
+
+_PAIRS = _ALL.where(sa.tuple_(LISTENERS.c.agent_id, LISTENERS.c.mood_id)
+                    .in_(sa.bindparam("pairs", expanding=True)))
+_PAIRS_PG = _PAIRS.with_for_update(skip_locked=True)
+_AGENTS_LOCKED = (sa.select(_AGENTS.c.participant_id, _AGENTS.c.retired_at)
+                  .where(_AGENTS.c.participant_id.in_(sa.bindparam("agents", expanding=True)))
+                  .order_by(_AGENTS.c.participant_id).with_for_update())  # SQLite: no lock, serial
+_LOCK_MOODS = (sa.select(Mood.__table__.c.id)
+               .where(Mood.__table__.c.id.in_(sa.bindparam("moods", expanding=True)))
+               .order_by(Mood.__table__.c.id).with_for_update(key_share=True))  # posts still come in
 
 
 def _claim_listeners(conn, pairs: list[Pair], now: dt.datetime) -> dict[Pair, ListenerRow]:

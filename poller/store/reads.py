@@ -405,6 +405,25 @@ def taken(s: Session, wake_id: int, ex: Extras) -> None:
                   .values(reported_wake_id=wake_id))
 
 
+def taken_all(s: Session, taken_by: Sequence[tuple[int, Extras]]) -> None:
+    """:func:`taken` for a batch of wakes, as (wake_id, extras): their turns' rows in one
+    insert; handed context and refusals (rare) one wake at a time."""
+    if not taken_by:
+        return
+    s.connection().execute(_ADD_TURNS, [dict(wake_id=w, settings_seen_id=ex.settings_seen_id)
+                                        for w, ex in taken_by])
+    for wake_id, ex in taken_by:
+        if ex.handoff_ids:
+            s.execute(sa.update(Handoff).where(Handoff.id.in_(ex.handoff_ids))
+                      .values(taken_wake_id=wake_id))
+        if ex.refusal_ids:
+            s.execute(sa.update(Refusal).where(Refusal.id.in_(ex.refusal_ids))
+                      .values(reported_wake_id=wake_id))
+
+
+_ADD_TURNS = sa.insert(Turn.__table__)
+
+
 def settings_changed(s: Session, agent_id: int, mood_id: int,
                      now: dt.datetime) -> tuple[list[values.DialChange], int]:
     """Changes to what applies here since the agent's last wake here, and the newest row id.

@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from poller import config as config_mod, models, tokens
-from poller.cycle import evaluate, loop
+from poller.cycle import drafts, evaluate, loop
 from poller.turns import settling, wakers
 from poller.store import Store, db, facts, turns
 from support.machine import REPO
@@ -364,3 +364,95 @@ def test_the_scan_reads_what_a_batch_of_mentions_says_in_one_statement(new_store
                                  models.Participant.id == models.Listener.agent_id)
                            .where(models.Participant.handle == "a1"))
     assert woke == [("a2", "mention")] and stopped == "ada"
+
+
+def test_a_batch_recorded_at_once_writes_what_recording_one_wake_at_a_time_writes(
+        new_store, monkeypatch):
+    at_once, told_at_once = run_mixed(new_store(), 500, monkeypatch)
+
+    def refused(*_args, **_kw):
+        raise RuntimeError("recorded one by one instead")
+
+    monkeypatch.setattr(drafts, "record_set", refused)  # the loop falls back to one by one
+    one_by_one, told_one = run_mixed(new_store(), 500, monkeypatch)
+    assert at_once == one_by_one and told_at_once == told_one
+    assert len(at_once["wakes"]) >= 8 and at_once["answers"]
+
+
+def _record_statements(store: Store, poller: loop.Poller, monkeypatch) -> list[int]:
+    """The statements each recording of a batch sends (``Poller._record``)."""
+    counts, on = [], []
+    sa.event.listen(store.engine, "before_cursor_execute", lambda *a: on and on.append(1))
+    real = loop.Poller._record
+
+    def counted(self, composed, now, report):
+        on.append(1)
+        try:
+            return real(self, composed, now, report)
+        finally:
+            counts.append(len(on) - 1)
+            on.clear()
+
+    monkeypatch.setattr(loop.Poller, "_record", counted)
+    return counts
+
+
+@pytest.mark.parametrize("moods", [3, 24])
+def test_a_batch_of_wakes_is_recorded_in_the_same_few_statements_however_many(
+        new_store, monkeypatch, moods):
+    store = new_store()
+    for i in range(moods):
+        store.add_mood(f"m{i}", f"m{i}", T0)
+    store.add_person("ada", "full", T0)
+    store.add_agent("a1", T0, command="true")
+    store.add_agent("a2", T0, command="true")
+    store.set_settings({"cooldown": "0", "parallel_turns": "64",
+                        "max_wakes_per_hour": "600"}, T0)
+    poller, _ = poller_for(store)
+    poller.tick(t(0))
+    store.add_posts([(f"m{i}", "ada", "@a1 @a2 a question for you both", t(1))
+                     for i in range(moods)])
+    counts = _record_statements(store, poller, monkeypatch)
+    report = poller.tick(t(2))
+    assert len(report.wakes) == 2 * moods and report.abandoned == 0
+    # The flag, the listeners, the agents, the Moods (PostgreSQL), what is owed, the load,
+    # the floor; the wakes, their posts, what they paid, their turns, their decisions, the
+    # listeners; a savepoint, BEGIN and COMMIT on SQLite: never one a wake.
+    assert counts == [counts[0]] and counts[0] <= 18, counts
+    with store.reading() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(models.Owed)) == 0
+        answered = s.execute(sa.select(models.WakeAnswer.agent_id, models.WakeAnswer.post_id)).all()
+    assert len(answered) == 2 * moods
+
+
+def test_a_wake_that_breaks_its_recording_is_set_aside_and_the_rest_of_its_batch_stands(
+        new_store, monkeypatch):
+    store = new_store()
+    mixed_world(store)
+    store.set_setting("parallel_turns", "64", T0, agent="a1")
+    store.set_setting("max_wakes_per_hour", "600", T0, agent="a2")
+    poller, _ = poller_for(store)
+    poller.tick(t(0))
+    for i in (0, 3, 4):
+        store.add_post(f"m{i}", "ada", "@a1 @a2 hello", t(1))
+    real = drafts.after_wake
+
+    def broken_in_m3(ctx, s, l, draft, now):
+        if draft.mood.slug == "m3" and draft.agent.handle == "a1":
+            raise ValueError("a value nobody expected")
+        return real(ctx, s, l, draft, now)
+
+    monkeypatch.setattr(drafts, "after_wake", broken_in_m3)
+    report = poller.tick(t(2))
+    assert report.quarantined == 1
+    woke = sorted((w.agent, w.mood) for w in report.wakes)
+    # a1's wakes after the broken one were decided on a load that counted it: they are
+    # looked at again next cycle, as when a wake is dropped for any change meanwhile.
+    assert {("a2", "m0"), ("a2", "m3"), ("a2", "m4")} <= set(woke)
+    assert len(woke) + report.abandoned == 5
+    woke += [(w.agent, w.mood) for w in poller.tick(t(3)).wakes]
+    assert sorted(woke) == [("a1", "m0"), ("a1", "m4"), ("a2", "m0"), ("a2", "m3"), ("a2", "m4")]
+    with store.reading() as s:
+        aside = s.scalars(sa.select(models.Quarantine.ref)).all()
+        owed = s.execute(sa.select(models.Owed.agent_id, models.Owed.mood_id)).all()
+    assert aside == ["3:4"] and owed == [(3, 4)]  # its mention is still owed: not lost
