@@ -234,10 +234,10 @@ class Statements:
     def __init__(self) -> None:
         self.counts = dict.fromkeys(self.KINDS, 0)
         self.on = False
-        # BENCH_STATEMENTS=N: the N statements sent most often are printed at exit (by
+        # BENCH_TOP_STATEMENTS=N: the N statements sent most often are printed at exit (by
         # their first words), to see what is left of a figure.
         self.texts: Optional[collections.Counter] = None
-        top = int(os.environ.get("BENCH_STATEMENTS") or 0)
+        top = int(os.environ.get("BENCH_TOP_STATEMENTS") or 0)
         if top:
             self.texts = collections.Counter()
             atexit.register(self._print_top, top)
@@ -248,15 +248,16 @@ class Statements:
             self.texts[" ".join(statement.split())[:110]] += 1
 
     def _print_top(self, top: int) -> None:
-        print(f"the {top} statements sent most often:")
-        for text, n in self.texts.most_common(top):
-            print(f"{n:8,}  {text}")
+        lines = [f"the {top} statements sent most often (process {os.getpid()}):"]
+        lines += [f"{n:8,}  {text}" for text, n in self.texts.most_common(top)]
+        print("\n".join(lines), file=sys.stderr)
 
     @staticmethod
     def _autocommit(conn) -> bool:
-        """A connection in autocommit: SQLAlchemy still fires begin and rollback for it, but
-        the driver sends neither."""
-        return conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+        """A connection in autocommit (or, on SQLite, running one read: ``db.SINGLE_READ``):
+        SQLAlchemy still fires begin and rollback for it, but the driver sends neither."""
+        options = conn.get_execution_options()
+        return options.get("isolation_level") == "AUTOCOMMIT" or bool(options.get(db.SINGLE_READ))
 
     def _begin(self, conn) -> None:
         # SQLite's BEGIN is a statement counted as sql

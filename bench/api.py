@@ -62,7 +62,9 @@ def serve(url: str, *args: str, statements: str | None = None) -> tuple[subproce
         how = [sys.executable, str(REPO / "bench" / "_counted_serve.py")]
     proc = subprocess.Popen(how + ["serve", "--port", "0", "--json", "--posts-per-minute", "0",
                                    *args], env=env, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                            stdout=subprocess.PIPE, text=True,
+                            # BENCH_TOP_STATEMENTS: serve prints what it sent most, at exit
+                            stderr=None if os.environ.get("BENCH_TOP_STATEMENTS") else subprocess.DEVNULL)
     return proc, listening(proc)
 
 

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from poller import errors
 from poller.kinds import IN_FLIGHT, ParticipantKind
 from poller.models import (DialCache, Listener, Mood, Owed, Participant, PersonToken, PollerBeat,
                            Post, Turn, Wake, WebSession)
+from poller.store import db
 from poller.store.core import Store
 
 TOKEN_PREFIX = "mpt_"  # a person's token starts with this, so a leaked one is recognisable
@@ -85,22 +87,103 @@ def identify(store: Store, token: str) -> Optional[Identity]:
     """
     if not token or len(token) > 200:
         return None
-    want = digest(token)
-    row = _first(store, _identity_query().where(PersonToken.digest == want))
+    return _by_digest(store, digest(token))
+
+
+def _by_digest(store: Store, want: str) -> Optional[Identity]:
+    row = _first(store, _IDENTITY, {"digest": want})
     if row is None or not hmac.compare_digest(row.digest, want):
         return None
     return _identity(row)
 
 
-def _first(store: Store, query):
+IDENTITY_TTL = 2.0  # seconds a server trusts what it read of a token (see Identities)
+
+
+class Identities:
+    """Who bearer tokens belong to, as one server remembers them for a short while.
+
+    Every API request names its token, and reading it back was a fifth of a request's
+    work.  A token seen here is trusted for *ttl* seconds, never longer: a change
+    committed by this process to people or tokens (a revoke, a new trust, a removal, a
+    role) forgets them all at once (:func:`identities_changed`), and one committed by
+    another process (the CLI beside a running ``serve``) is seen within *ttl*.  Unknown
+    or revoked tokens are not remembered: each is looked up again.
+    """
+
+    def __init__(self, store: Store, ttl: float = IDENTITY_TTL,
+                 clock=None, size: int = 10_000) -> None:
+        import time
+
+        self.store, self.ttl, self.size = store, ttl, size
+        self.clock = clock or time.monotonic
+        self._known: dict[str, tuple[int, float, Identity]] = {}
+
+    def identify(self, token: str) -> Optional[Identity]:
+        """:func:`identify`, remembered."""
+        if not token or len(token) > 200:
+            return None
+        want, now, epoch = digest(token), self.clock(), _EPOCH[0]
+        hit = self._known.get(want)
+        if hit is not None and hit[0] == epoch and 0 <= now - hit[1] < self.ttl:
+            return hit[2]
+        who = _by_digest(self.store, want)
+        if who is None:
+            self._known.pop(want, None)
+        else:
+            if len(self._known) >= self.size:
+                self._known.clear()
+            self._known[want] = (epoch, now, who)
+        return who
+
+
+_EPOCH = [0]  # bumped when this process commits a change to people or tokens
+
+
+def identities_changed() -> None:
+    """Forget every identity remembered in this process (:class:`Identities`)."""
+    _EPOCH[0] += 1
+
+
+_WHO = (Participant, PersonToken)
+
+
+@sa.event.listens_for(Session, "after_flush")
+def _flushed_people(session, _context) -> None:
+    if any(isinstance(o, _WHO) for o in (*session.new, *session.dirty, *session.deleted)):
+        session.info["identities"] = True
+
+
+@sa.event.listens_for(Session, "do_orm_execute")
+def _bulk_people(state) -> None:
+    if (state.is_update or state.is_delete) and state.bind_mapper is not None \
+            and state.bind_mapper.class_ in _WHO:
+        state.session.info["identities"] = True
+
+
+@sa.event.listens_for(Session, "after_commit")
+def _committed_people(session) -> None:
+    if session.info.pop("identities", False):
+        identities_changed()
+
+
+@sa.event.listens_for(Session, "after_rollback")
+def _rolled_back_people(session) -> None:
+    session.info.pop("identities", None)
+
+
+def _first(store: Store, query, params: Optional[dict] = None):
     """The first row of a read on a plain connection: every request asks who it is from,
     and a connection costs half what an ORM session does.  On PostgreSQL the one statement
     runs outside a transaction (autocommit: no ``BEGIN`` before it, no ``ROLLBACK`` after,
-    two round trips of the three), which a single read does not need."""
+    two round trips of the three), which a single read does not need; on SQLite it is
+    sent with no ``BEGIN`` before it."""
     with store.engine.connect() as conn:
         if conn.dialect.name == "postgresql":
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-        return conn.execute(query).first()
+        else:  # SQLite: the SELECT is its own transaction, without a BEGIN sent first
+            conn = conn.execution_options(**{db.SINGLE_READ: True})
+        return conn.execute(query, params).first()
 
 
 def _identity_query():
@@ -109,6 +192,9 @@ def _identity_query():
             .join(PersonToken, PersonToken.participant_id == Participant.id)
             .where(PersonToken.revoked_at.is_(None), Participant.retired_at.is_(None),
                    Participant.kind == ParticipantKind.PERSON))
+
+
+_IDENTITY = _identity_query().where(PersonToken.digest == sa.bindparam("digest"))
 
 
 def _identity(row) -> Identity:

@@ -589,10 +589,15 @@ def ingest(s: Session, counter: Optional[tokens.Counter], posts: Sequence[NewPos
     if not ready:
         return []
     touch_cursor_tables(s)
-    ids = list(s.scalars(
-        _statements().insert_posts,
-        [dict(mood_id=r.mood.id, sender_id=r.sender.id, created_at=r.post.at, text=r.text,
-              kind=r.post.kind, reply_to=r.post.reply_to, tokens=r.tokens) for r in ready]))
+    rows = [dict(mood_id=r.mood.id, sender_id=r.sender.id, created_at=r.post.at, text=r.text,
+                 kind=r.post.kind, reply_to=r.post.reply_to, tokens=r.tokens) for r in ready]
+    if s.get_bind().dialect.name == "sqlite":
+        # One multi-row INSERT (SQLAlchemy would send a row at a time to return the ids in
+        # order): SQLite has one writer and gives each new row the largest id + 1, so the
+        # ids in ascending order are the rows' order (see index_for_search).
+        ids = sorted(s.scalars(_statements().insert_posts_unordered, rows))
+    else:
+        ids = list(s.scalars(_statements().insert_posts, rows))
     index_for_search(s, ids)
     _record_mentions(s, ready, ids)
     outbox.enqueue_posts(s, [outbox.Posted(i, r.mood.id, r.post.kind, r.sender.kind, r.post.at,
@@ -637,8 +642,7 @@ class _Addressed(NamedTuple):
 def _addressed(s: Session, ready: Sequence[Admitted]) -> list[_Addressed]:
     """Each post's Mood and sender (each looked up once) and whom it answers, refusing
     in the posts' order as one at a time would."""
-    moods: dict[int | str, Mood] = {}
-    people: dict[int | str, Participant] = {}
+    moods, people = _named(s, ready)
     targets = _reply_targets(s, [a.post.reply_to for a in ready])
     out = []
     for a in ready:
@@ -648,6 +652,25 @@ def _addressed(s: Session, ready: Sequence[Admitted]) -> list[_Addressed]:
                else people.setdefault(p.sender, _sender_of(s, p.sender)))
         out.append(_Addressed(p, a.text, a.tokens, mood, who, _answered(targets, p.reply_to, mood)))
     return out
+
+
+def _named(s: Session, ready: Sequence[Admitted]
+           ) -> tuple[dict[int | str, Mood], dict[int | str, Participant]]:
+    """The Moods and senders a batch names by slug and handle, read with one statement
+    each when it names several (one is read by :func:`_mood_of` / :func:`_sender_of`);
+    a removed sender is left for :meth:`Store._sender` to refuse in its words."""
+    slugs = {a.post.mood for a in ready if isinstance(a.post.mood, str)}
+    handles = {a.post.sender for a in ready if isinstance(a.post.sender, str)}
+    moods: dict[int | str, Mood] = {}
+    people: dict[int | str, Participant] = {}
+    if len(slugs) > 1:
+        moods.update((m.slug, m) for m in s.scalars(_statements().moods, {"slugs": sorted(slugs)}))
+    if len(handles) > 1:
+        by_key = {p.handle_key: p for p in s.scalars(_statements().participants,
+                                                     {"keys": sorted({h.lower() for h in handles})})}
+        people.update((h, by_key[h.lower()]) for h in handles
+                      if h.lower() in by_key and by_key[h.lower()].retired_at is None)
+    return moods, people
 
 
 def _mood_of(s: Session, ref: int | str) -> Mood:
@@ -701,8 +724,11 @@ def _record_mentions(s: Session, posts: Sequence[_Addressed], ids: Sequence[int]
 
 class _Statements(NamedTuple):
     mood: sa.Select
+    moods: sa.Select
     participant: sa.Select
+    participants: sa.Select
     insert_posts: sa.Insert
+    insert_posts_unordered: sa.Insert
     index_posts: sa.TextClause
     reply_targets: sa.Select
     handles: sa.Select
@@ -717,8 +743,12 @@ def _statements() -> _Statements:
     SQLAlchemy then neither builds them again nor computes their cache keys."""
     return _Statements(
         mood=sa.select(Mood).where(Mood.slug == sa.bindparam("slug")),
+        moods=sa.select(Mood).where(Mood.slug.in_(sa.bindparam("slugs", expanding=True))),
         participant=sa.select(Participant).where(Participant.handle_key == sa.bindparam("key")),
+        participants=sa.select(Participant).where(
+            Participant.handle_key.in_(sa.bindparam("keys", expanding=True))),
         insert_posts=sa.insert(Post).returning(Post.id, sort_by_parameter_order=True),
+        insert_posts_unordered=sa.insert(Post).returning(Post.id),
         index_posts=sa.text(f"INSERT INTO {SEARCH_TABLE} (rowid, text) SELECT id, text FROM "
                             f"posts WHERE id BETWEEN :low AND :high"),
         reply_targets=sa.select(Post.id, Post.mood_id, Post.sender_id)

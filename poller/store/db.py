@@ -167,6 +167,11 @@ def _missing_driver(parsed, exc: BaseException) -> str | None:
     return None
 
 
+# An execution option for a connection that runs one SELECT and nothing else (SQLite:
+# no explicit BEGIN; PostgreSQL: ``isolation_level="AUTOCOMMIT"`` does the same).
+SINGLE_READ = "single_read"
+
+
 def _sqlite_engine(parsed, create: bool = True) -> Engine:
     database = parsed.database or ""
     watched = None
@@ -203,7 +208,10 @@ def _sqlite_engine(parsed, create: bool = True) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn):
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("sqlite_write") else "BEGIN")
+        options = conn.get_execution_options()
+        if options.get(SINGLE_READ):
+            return  # one SELECT is its own transaction: no BEGIN sent, nothing to roll back
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get("sqlite_write") else "BEGIN")
 
     return engine
 

@@ -47,6 +47,7 @@ class Door:
                  dials=None):
         self.store, self.config, self.clock, self.options = store, config, clock, options
         self.keys = auth.Keys()
+        self.identities = access.Identities(store)  # bearer tokens, remembered a short while
         # Per token: posts, and sign-ins and typing signals (each sign-in can wake an agent).
         self.post_limit = auth.RateLimit(options.posts_per_minute)
         self.signin_limit = auth.RateLimit(options.posts_per_minute, what="sign-ins")
@@ -70,7 +71,7 @@ class Door:
         """
         token = auth.bearer(request.headers.get("authorization", ""))
         if token is not None:
-            who = access.identify(self.store, token)
+            who = self.identities.identify(token)
             if who is None:
                 raise auth.Refused(401, "unauthorized", "the token is unknown or was revoked",
                                    {"WWW-Authenticate": 'Bearer error="invalid_token"'})

@@ -388,3 +388,64 @@ def test_the_document_is_valid_openapi_and_every_answer_matches_it(served, tmp_p
                   for m in ops}
     answered = {(m, p.removeprefix("/api/v1")) for m, p in check.seen}
     assert documented - answered == {("GET", "/moods/{slug}/events")}  # the stream: its own tests
+
+
+class _Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.at = 1000.0
+
+    def __call__(self) -> float:
+        return self.at
+
+
+def _cli_process(url: str, *args: str):
+    """The CLI as a process of its own (what an operator runs beside ``serve``)."""
+    import os
+    import subprocess
+    import sys
+
+    from support.machine import REPO
+
+    return subprocess.run([sys.executable, "-m", "poller", "--db", url, *args], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_token_is_read_again_after_a_change_here_at_once_and_from_elsewhere_within_the_ttl(
+        served):
+    from poller.store import access
+
+    s, clock = served, _Clock()
+    ada = s.person("ada", "full")
+    seen = access.Identities(s.store, ttl=2.0, clock=clock)
+    assert seen.identify(ada).trust == "full"
+    s.store.set_trust("ada", "look")  # a change this process commits: forgotten at once
+    assert seen.identify(ada).trust == "look"
+    # Revoked by another process: still remembered until the TTL has passed, never after.
+    r = _cli_process(s.cli.db_url, "person", "token", "ada", "--revoke")
+    assert r.returncode == 0, r.stderr
+    clock.at += 1.5
+    assert seen.identify(ada) is not None
+    clock.at += 0.6
+    assert seen.identify(ada) is None
+    # Unknown tokens are not remembered: one made elsewhere works on its first use.
+    assert seen.identify("mpt_unknown") is None
+    r = _cli_process(s.cli.db_url, "person", "token", "ada")
+    assert r.returncode == 0, r.stderr
+    fresh = r.stdout.split()[0]  # the token first, then what to do with it
+    assert seen.identify(fresh).handle == "ada"
+
+
+def test_a_token_revoked_through_the_server_itself_is_refused_on_the_next_request(sqlite_served):
+    s = sqlite_served
+    ada = s.person("ada", "full")
+    admin = s.person("root", "full", operator=True)
+    c = s.client(ada)
+    assert c.get("/api/v1/moods").status_code == 200  # remembered from here on
+    from poller.store import access
+
+    access.revoke_tokens(s.store, "ada", T0)  # as the operators' page does, in this process
+    refused(c.get("/api/v1/moods"), 401, "unauthorized")
+    assert s.client(admin).get("/api/v1/moods").status_code == 200
