@@ -585,6 +585,7 @@ def ingest(s: Session, counter: Optional[tokens.Counter], posts: Sequence[NewPos
     bell (:func:`touch_cursor_tables`).  On SQLite the posts join the full-text index
     here (:func:`index_for_search`).
     """
+    s.flush()  # what the session holds (a Mood just made) goes first: read on its connection
     ready = _addressed(s, admit(counter, posts))
     if not ready:
         return []
@@ -595,9 +596,9 @@ def ingest(s: Session, counter: Optional[tokens.Counter], posts: Sequence[NewPos
         # One multi-row INSERT (SQLAlchemy would send a row at a time to return the ids in
         # order): SQLite has one writer and gives each new row the largest id + 1, so the
         # ids in ascending order are the rows' order (see index_for_search).
-        ids = sorted(s.scalars(_statements().insert_posts_unordered, rows))
+        ids = sorted(s.connection().execute(_statements().insert_posts_unordered, rows).scalars())
     else:
-        ids = list(s.scalars(_statements().insert_posts, rows))
+        ids = list(s.connection().execute(_statements().insert_posts, rows).scalars())
     index_for_search(s, ids)
     _record_mentions(s, ready, ids)
     outbox.enqueue_posts(s, [outbox.Posted(i, r.mood.id, r.post.kind, r.sender.kind, r.post.at,
@@ -634,8 +635,8 @@ class _Addressed(NamedTuple):
     post: NewPost
     text: str
     tokens: int
-    mood: Mood
-    sender: Participant
+    mood: Mood  # or a row of its id and slug
+    sender: Participant  # or a row of its id, handle and kind
     replied_to: Optional[int]  # the sender of the post it answers
 
 
@@ -654,20 +655,22 @@ def _addressed(s: Session, ready: Sequence[Admitted]) -> list[_Addressed]:
     return out
 
 
-def _named(s: Session, ready: Sequence[Admitted]
-           ) -> tuple[dict[int | str, Mood], dict[int | str, Participant]]:
-    """The Moods and senders a batch names by slug and handle, read with one statement
-    each when it names several (one is read by :func:`_mood_of` / :func:`_sender_of`);
-    a removed sender is left for :meth:`Store._sender` to refuse in its words."""
+def _named(s: Session, ready: Sequence[Admitted]) -> tuple[dict, dict]:
+    """The Moods and senders a batch names by slug and handle, read as plain rows (id,
+    slug; id, handle, kind) with one statement each; a Mood not found, or a sender not
+    found or removed, is left for :meth:`Store._mood` / :meth:`Store._sender` to refuse
+    in their words, in the posts' order."""
     slugs = {a.post.mood for a in ready if isinstance(a.post.mood, str)}
     handles = {a.post.sender for a in ready if isinstance(a.post.sender, str)}
-    moods: dict[int | str, Mood] = {}
-    people: dict[int | str, Participant] = {}
-    if len(slugs) > 1:
-        moods.update((m.slug, m) for m in s.scalars(_statements().moods, {"slugs": sorted(slugs)}))
-    if len(handles) > 1:
-        by_key = {p.handle_key: p for p in s.scalars(_statements().participants,
-                                                     {"keys": sorted({h.lower() for h in handles})})}
+    moods: dict = {}
+    people: dict = {}
+    conn = s.connection() if slugs or handles else None
+    if slugs:
+        moods.update((m.slug, m) for m in conn.execute(_statements().moods,
+                                                        {"slugs": sorted(slugs)}))
+    if handles:
+        by_key = {p.handle_key: p for p in conn.execute(
+            _statements().participants, {"keys": sorted({h.lower() for h in handles})})}
         people.update((h, by_key[h.lower()]) for h in handles
                       if h.lower() in by_key and by_key[h.lower()].retired_at is None)
     return moods, people
@@ -736,6 +739,9 @@ class _Statements(NamedTuple):
     notify: sa.TextClause
 
 
+_POSTS = Post.__table__
+
+
 @functools.cache
 def _statements() -> _Statements:
     """The statements a post's way in runs, built at their first use (not at import: a
@@ -743,12 +749,14 @@ def _statements() -> _Statements:
     SQLAlchemy then neither builds them again nor computes their cache keys."""
     return _Statements(
         mood=sa.select(Mood).where(Mood.slug == sa.bindparam("slug")),
-        moods=sa.select(Mood).where(Mood.slug.in_(sa.bindparam("slugs", expanding=True))),
+        moods=sa.select(Mood.__table__.c.id, Mood.__table__.c.slug)
+        .where(Mood.__table__.c.slug.in_(sa.bindparam("slugs", expanding=True))),
         participant=sa.select(Participant).where(Participant.handle_key == sa.bindparam("key")),
-        participants=sa.select(Participant).where(
-            Participant.handle_key.in_(sa.bindparam("keys", expanding=True))),
-        insert_posts=sa.insert(Post).returning(Post.id, sort_by_parameter_order=True),
-        insert_posts_unordered=sa.insert(Post).returning(Post.id),
+        participants=sa.select(*(Participant.__table__.c[c] for c in (
+            "id", "handle", "handle_key", "kind", "retired_at")))
+        .where(Participant.__table__.c.handle_key.in_(sa.bindparam("keys", expanding=True))),
+        insert_posts=sa.insert(_POSTS).returning(_POSTS.c.id, sort_by_parameter_order=True),
+        insert_posts_unordered=sa.insert(_POSTS).returning(_POSTS.c.id),
         index_posts=sa.text(f"INSERT INTO {SEARCH_TABLE} (rowid, text) SELECT id, text FROM "
                             f"posts WHERE id BETWEEN :low AND :high"),
         reply_targets=sa.select(Post.id, Post.mood_id, Post.sender_id)
@@ -785,9 +793,10 @@ def touch_cursor_tables(session: Session) -> None:
     if session.get_bind().dialect.name != "postgresql":
         return
     # Taken again at every flush: a savepoint rolled back may have released it.
-    session.execute(_statements().cursor_lock, {"k": CURSOR_TABLES_LOCK})
+    conn = session.connection()
+    conn.execute(_statements().cursor_lock, {"k": CURSOR_TABLES_LOCK})
     if first:  # delivered to the LISTENing loops when (and only if) this commits
-        session.execute(_statements().notify)
+        conn.execute(_statements().notify)
 
 
 # A commit that added posts, sign-ins or settings wakes the loops at once (see
