@@ -90,7 +90,7 @@ def targets(s: Session, mood_id: int) -> list[tuple[str, str]]:
 def targets_of(s: Session, mood_ids: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
     """:func:`targets` of each of *mood_ids*, in one statement."""
     out: dict[int, list[tuple[str, str]]] = {m: [] for m in mood_ids}
-    for mood_id, bridge, target in s.execute(_TARGETS, {"moods": list(out)}):
+    for mood_id, bridge, target in s.connection().execute(_TARGETS, {"moods": list(out)}):
         out[mood_id].append((bridge, target))
     return out
 
