@@ -7,10 +7,12 @@ The three steps run in three places so nothing slow holds a write lock:
    listener and the agent's caps;
 2. :func:`compose_text` renders it with no transaction open (the summarizer
    may call an LLM);
-3. :func:`record` opens a short write transaction, claims the listener again,
-   and records the wake with the posts it answers only if the fingerprint is
-   unchanged; otherwise the draft is dropped and the listener, still due, is
-   looked at again next cycle.
+3. :func:`record_set` opens a short write transaction for the batch's wakes,
+   claims their listeners again, and records each wake with the posts it
+   answers only if its fingerprint is unchanged, all of them in a few
+   statements; a wake whose fingerprint changed is dropped and its listener,
+   still due, is looked at again next cycle.  :func:`record` does the same for
+   one wake (a schedule's; or each of a batch that broke, to find the one).
 """
 
 from __future__ import annotations
@@ -257,6 +259,8 @@ def record_set(ctx: Context, s, composed: list[tuple[Draft, compose.ComposedWake
     agent's load and its Mood's floor, as they did when it was decided.  Wakes not
     decided on a listener's fingerprint (a schedule's, with a guard) go to :func:`record`.
     """
+    if any(d.guard is not None for d, _ in composed):
+        raise ValueError("a wake with a guard is recorded with record(), on its own")
     if not composed:
         return []
     if cycle.flag(s, "scram") is not None:  # an emergency stop came while they were composed
