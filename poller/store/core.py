@@ -665,12 +665,16 @@ def _named(s: Session, ready: Sequence[Admitted]) -> tuple[dict, dict]:
     moods: dict = {}
     people: dict = {}
     conn = s.connection() if slugs or handles else None
-    if slugs:
-        moods.update((m.slug, m) for m in conn.execute(_statements().moods,
-                                                        {"slugs": sorted(slugs)}))
+    st = _statements()
+    if slugs:  # (one value: `=`, which SQLAlchemy need not render again as IN does)
+        moods.update((m.slug, m) for m in (
+            conn.execute(st.moods, {"slugs": sorted(slugs)}) if len(slugs) > 1
+            else conn.execute(st.one_mood, {"slug": next(iter(slugs))})))
     if handles:
-        by_key = {p.handle_key: p for p in conn.execute(
-            _statements().participants, {"keys": sorted({h.lower() for h in handles})})}
+        keys = sorted({h.lower() for h in handles})
+        by_key = {p.handle_key: p for p in (
+            conn.execute(st.participants, {"keys": keys}) if len(keys) > 1
+            else conn.execute(st.one_participant, {"key": keys[0]}))}
         people.update((h, by_key[h.lower()]) for h in handles
                       if h.lower() in by_key and by_key[h.lower()].retired_at is None)
     return moods, people
@@ -728,8 +732,10 @@ def _record_mentions(s: Session, posts: Sequence[_Addressed], ids: Sequence[int]
 class _Statements(NamedTuple):
     mood: sa.Select
     moods: sa.Select
+    one_mood: sa.Select
     participant: sa.Select
     participants: sa.Select
+    one_participant: sa.Select
     insert_posts: sa.Insert
     insert_posts_unordered: sa.Insert
     index_posts: sa.TextClause
@@ -751,10 +757,15 @@ def _statements() -> _Statements:
         mood=sa.select(Mood).where(Mood.slug == sa.bindparam("slug")),
         moods=sa.select(Mood.__table__.c.id, Mood.__table__.c.slug)
         .where(Mood.__table__.c.slug.in_(sa.bindparam("slugs", expanding=True))),
+        one_mood=sa.select(Mood.__table__.c.id, Mood.__table__.c.slug)
+        .where(Mood.__table__.c.slug == sa.bindparam("slug")),
         participant=sa.select(Participant).where(Participant.handle_key == sa.bindparam("key")),
         participants=sa.select(*(Participant.__table__.c[c] for c in (
             "id", "handle", "handle_key", "kind", "retired_at")))
         .where(Participant.__table__.c.handle_key.in_(sa.bindparam("keys", expanding=True))),
+        one_participant=sa.select(*(Participant.__table__.c[c] for c in (
+            "id", "handle", "handle_key", "kind", "retired_at")))
+        .where(Participant.__table__.c.handle_key == sa.bindparam("key")),
         insert_posts=sa.insert(_POSTS).returning(_POSTS.c.id, sort_by_parameter_order=True),
         insert_posts_unordered=sa.insert(_POSTS).returning(_POSTS.c.id),
         index_posts=sa.text(f"INSERT INTO {SEARCH_TABLE} (rowid, text) SELECT id, text FROM "

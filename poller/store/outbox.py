@@ -73,13 +73,20 @@ class Item:
 # -- Writing items (inside the caller's transaction) -------------------------------------
 
 
-# Every linked room and live webhook of some Moods: built once, as every post asks it.
-_TARGETS = sa.union_all(
-    sa.select(BridgeLink.local_id, BridgeLink.bridge, BridgeLink.external).where(
-        BridgeLink.kind == "mood", BridgeLink.local_id.in_(sa.bindparam("moods", expanding=True))),
-    sa.select(Webhook.mood_id, sa.literal(Bridge.WEBHOOK.value), sa.cast(Webhook.id, sa.String))
-    .where(Webhook.mood_id.in_(sa.bindparam("moods", expanding=True)),
-           Webhook.removed_at.is_(None)))
+def _targets(link_in, hook_in) -> sa.CompoundSelect:
+    return sa.union_all(
+        sa.select(BridgeLink.local_id, BridgeLink.bridge, BridgeLink.external).where(
+            BridgeLink.kind == "mood", link_in),
+        sa.select(Webhook.mood_id, sa.literal(Bridge.WEBHOOK.value), sa.cast(Webhook.id, sa.String))
+        .where(hook_in, Webhook.removed_at.is_(None)))
+
+
+# Every linked room and live webhook of some Moods (of one: `=`, which SQLAlchemy need not
+# render again at each execution as it does IN): built once, as every post asks it.
+_TARGETS = _targets(BridgeLink.local_id.in_(sa.bindparam("moods", expanding=True)),
+                    Webhook.mood_id.in_(sa.bindparam("moods", expanding=True)))
+_TARGETS_ONE = _targets(BridgeLink.local_id == sa.bindparam("mood"),
+                        Webhook.mood_id == sa.bindparam("mood"))
 
 
 def targets(s: Session, mood_id: int) -> list[tuple[str, str]]:
@@ -90,7 +97,9 @@ def targets(s: Session, mood_id: int) -> list[tuple[str, str]]:
 def targets_of(s: Session, mood_ids: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
     """:func:`targets` of each of *mood_ids*, in one statement."""
     out: dict[int, list[tuple[str, str]]] = {m: [] for m in mood_ids}
-    for mood_id, bridge, target in s.connection().execute(_TARGETS, {"moods": list(out)}):
+    found = (s.connection().execute(_TARGETS, {"moods": list(out)}) if len(out) > 1
+             else s.connection().execute(_TARGETS_ONE, {"mood": next(iter(out))}) if out else ())
+    for mood_id, bridge, target in found:
         out[mood_id].append((bridge, target))
     return out
 
