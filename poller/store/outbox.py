@@ -73,20 +73,24 @@ class Item:
 # -- Writing items (inside the caller's transaction) -------------------------------------
 
 
+_LINKS, _HOOKS = BridgeLink.__table__, Webhook.__table__  # (no ORM state: see core._POSTS)
+
+
 def _targets(link_in, hook_in) -> sa.CompoundSelect:
     return sa.union_all(
-        sa.select(BridgeLink.local_id, BridgeLink.bridge, BridgeLink.external).where(
-            BridgeLink.kind == "mood", link_in),
-        sa.select(Webhook.mood_id, sa.literal(Bridge.WEBHOOK.value), sa.cast(Webhook.id, sa.String))
-        .where(hook_in, Webhook.removed_at.is_(None)))
+        sa.select(_LINKS.c.local_id, _LINKS.c.bridge, _LINKS.c.external).where(
+            _LINKS.c.kind == "mood", link_in),
+        sa.select(_HOOKS.c.mood_id, sa.literal(Bridge.WEBHOOK.value), sa.cast(_HOOKS.c.id, sa.String))
+        .where(hook_in, _HOOKS.c.removed_at.is_(None)))
 
 
 # Every linked room and live webhook of some Moods (of one: `=`, which SQLAlchemy need not
 # render again at each execution as it does IN): built once, as every post asks it.
-_TARGETS = _targets(BridgeLink.local_id.in_(sa.bindparam("moods", expanding=True)),
-                    Webhook.mood_id.in_(sa.bindparam("moods", expanding=True)))
-_TARGETS_ONE = _targets(BridgeLink.local_id == sa.bindparam("mood"),
-                        Webhook.mood_id == sa.bindparam("mood"))
+_TARGETS = _targets(_LINKS.c.local_id.in_(sa.bindparam("moods", expanding=True)),
+                    _HOOKS.c.mood_id.in_(sa.bindparam("moods", expanding=True)))
+_ADD_ITEMS = sa.insert(OutboxItem.__table__)
+_TARGETS_ONE = _targets(_LINKS.c.local_id == sa.bindparam("mood"),
+                        _HOOKS.c.mood_id == sa.bindparam("mood"))
 
 
 def targets(s: Session, mood_id: int) -> list[tuple[str, str]]:
@@ -140,7 +144,7 @@ def enqueue_posts(s: Session, posts: Sequence[Posted]) -> None:
             for bridge, target in where[p.mood_id]
             if bridge != p.origin and (bridge == Bridge.WEBHOOK or event in CHAT_EVENTS)]
     if rows:
-        s.execute(sa.insert(OutboxItem), rows)
+        s.connection().execute(_ADD_ITEMS, rows)
 
 
 def attach_wake(s: Session, post_id: int, wake_id: int) -> None:
