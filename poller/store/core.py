@@ -746,7 +746,7 @@ class _Statements(NamedTuple):
     handles: sa.Select
     insert_mentions: sa.Insert
     cursor_lock: sa.TextClause
-    notify: sa.TextClause
+    cursor_lock_and_notify: sa.TextClause
 
 
 # Table columns, not the models' attributes: a post's way in builds no ORM state, so a
@@ -782,7 +782,8 @@ def _statements() -> _Statements:
         .where(_PEOPLE.c.handle_key.in_(sa.bindparam("keys", expanding=True))),
         insert_mentions=sa.insert(Mention.__table__),
         cursor_lock=sa.text("SELECT pg_advisory_xact_lock(:k)"),
-        notify=sa.text(f"NOTIFY {bell.CHANNEL}"))
+        cursor_lock_and_notify=sa.text(
+            f"SELECT pg_advisory_xact_lock(:k), pg_notify('{bell.CHANNEL}', '')"))
 
 
 # -- Append-only tables read by cursor ---------------------------------------------------
@@ -811,10 +812,11 @@ def touch_cursor_tables(session: Session) -> None:
     if session.get_bind().dialect.name != "postgresql":
         return
     # Taken again at every flush: a savepoint rolled back may have released it.
-    conn = session.connection()
-    conn.execute(_statements().cursor_lock, {"k": CURSOR_TABLES_LOCK})
-    if first:  # delivered to the LISTENing loops when (and only if) this commits
-        conn.execute(_statements().notify)
+    # The first time, with the NOTIFY (as pg_notify: one round trip for both), delivered
+    # to the LISTENing loops when (and only if) this commits.
+    st = _statements()
+    session.connection().execute(st.cursor_lock_and_notify if first else st.cursor_lock,
+                                 {"k": CURSOR_TABLES_LOCK})
 
 
 # A commit that added posts, sign-ins or settings wakes the loops at once (see
