@@ -669,6 +669,15 @@ def _named(s: Session, ready: Sequence[Admitted]) -> tuple[dict, dict]:
     people: dict = {}
     conn = s.connection() if slugs or handles else None
     st = _statements()
+    if len(slugs) == 1 and len(handles) == 1:  # (a request's post: both in one round trip)
+        (slug,), (handle,) = slugs, handles
+        for what, ident, key, name, kind, retired in conn.execute(
+                st.one_of_each, {"slug": slug, "key": handle.lower()}):
+            if what == "m":
+                moods[key] = _MoodRow(ident, key)
+            elif retired is None:
+                people[handle] = _PersonRow(ident, name, key, kind, retired)
+        return moods, people
     if slugs:  # (one value: `=`, which SQLAlchemy need not render again as IN does)
         moods.update((m.slug, m) for m in (
             conn.execute(st.moods, {"slugs": sorted(slugs)}) if len(slugs) > 1
@@ -681,6 +690,19 @@ def _named(s: Session, ready: Sequence[Admitted]) -> tuple[dict, dict]:
         people.update((h, by_key[h.lower()]) for h in handles
                       if h.lower() in by_key and by_key[h.lower()].retired_at is None)
     return moods, people
+
+
+class _MoodRow(NamedTuple):
+    id: int
+    slug: str
+
+
+class _PersonRow(NamedTuple):
+    id: int
+    handle: str
+    handle_key: str
+    kind: str
+    retired_at: Optional[dt.datetime]
 
 
 def _mood_of(s: Session, ref: int | str) -> Mood:
@@ -739,6 +761,7 @@ class _Statements(NamedTuple):
     participant: sa.Select
     participants: sa.Select
     one_participant: sa.Select
+    one_of_each: sa.CompoundSelect
     insert_posts: sa.Insert
     insert_posts_unordered: sa.Insert
     index_posts: sa.TextClause
@@ -751,7 +774,7 @@ class _Statements(NamedTuple):
 
 # Table columns, not the models' attributes: a post's way in builds no ORM state, so a
 # command that writes one post never configures the mappers (about 15 ms).
-_POSTS, _PEOPLE = Post.__table__, Participant.__table__
+_POSTS, _PEOPLE, _MOODS = Post.__table__, Participant.__table__, Mood.__table__
 
 
 @functools.cache
@@ -772,6 +795,16 @@ def _statements() -> _Statements:
         one_participant=sa.select(*(Participant.__table__.c[c] for c in (
             "id", "handle", "handle_key", "kind", "retired_at")))
         .where(Participant.__table__.c.handle_key == sa.bindparam("key")),
+        # The sender first: its columns' types are the union's (the Mood's are padded).
+        one_of_each=sa.union_all(
+            sa.select(sa.literal("p"), _PEOPLE.c.id, _PEOPLE.c.handle_key, _PEOPLE.c.handle,
+                      _PEOPLE.c.kind, _PEOPLE.c.retired_at)
+            .where(_PEOPLE.c.handle_key == sa.bindparam("key")),
+            sa.select(sa.literal("m"), _MOODS.c.id, _MOODS.c.slug,
+                      sa.cast(sa.null(), _PEOPLE.c.handle.type),
+                      sa.cast(sa.null(), _PEOPLE.c.kind.type),
+                      sa.cast(sa.null(), _PEOPLE.c.retired_at.type))
+            .where(_MOODS.c.slug == sa.bindparam("slug"))),
         insert_posts=sa.insert(_POSTS).returning(_POSTS.c.id, sort_by_parameter_order=True),
         insert_posts_unordered=sa.insert(_POSTS).returning(_POSTS.c.id),
         index_posts=sa.text(f"INSERT INTO {SEARCH_TABLE} (rowid, text) SELECT id, text FROM "
