@@ -17,6 +17,7 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -113,8 +114,6 @@ class Identities:
 
     def __init__(self, store: Store, ttl: float = IDENTITY_TTL,
                  clock=None, size: int = 10_000) -> None:
-        import time
-
         self.store, self.ttl, self.size = store, ttl, size
         self.clock = clock or time.monotonic
         self._known: dict[str, tuple[int, float, Identity]] = {}

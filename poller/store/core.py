@@ -660,7 +660,8 @@ def _addressed(s: Session, ready: Sequence[Admitted]) -> list[_Addressed]:
 
 def _named(s: Session, ready: Sequence[Admitted]) -> tuple[dict, dict]:
     """The Moods and senders a batch names by slug and handle, read as plain rows (id,
-    slug; id, handle, kind) with one statement each; a Mood not found, or a sender not
+    slug; id, handle, kind): one statement for a request's post (one of each), else one
+    for each kind; a Mood not found, or a sender not
     found or removed, is left for :meth:`Store._mood` / :meth:`Store._sender` to refuse
     in their words, in the posts' order."""
     slugs = {a.post.mood for a in ready if isinstance(a.post.mood, str)}
@@ -678,15 +679,11 @@ def _named(s: Session, ready: Sequence[Admitted]) -> tuple[dict, dict]:
             elif retired is None:
                 people[handle] = _PersonRow(ident, name, key, kind, retired)
         return moods, people
-    if slugs:  # (one value: `=`, which SQLAlchemy need not render again as IN does)
-        moods.update((m.slug, m) for m in (
-            conn.execute(st.moods, {"slugs": sorted(slugs)}) if len(slugs) > 1
-            else conn.execute(st.one_mood, {"slug": next(iter(slugs))})))
+    if slugs:
+        moods.update((m.slug, m) for m in conn.execute(st.moods, {"slugs": sorted(slugs)}))
     if handles:
         keys = sorted({h.lower() for h in handles})
-        by_key = {p.handle_key: p for p in (
-            conn.execute(st.participants, {"keys": keys}) if len(keys) > 1
-            else conn.execute(st.one_participant, {"key": keys[0]}))}
+        by_key = {p.handle_key: p for p in conn.execute(st.participants, {"keys": keys})}
         people.update((h, by_key[h.lower()]) for h in handles
                       if h.lower() in by_key and by_key[h.lower()].retired_at is None)
     return moods, people
@@ -757,10 +754,8 @@ def _record_mentions(s: Session, posts: Sequence[_Addressed], ids: Sequence[int]
 class _Statements(NamedTuple):
     mood: sa.Select
     moods: sa.Select
-    one_mood: sa.Select
     participant: sa.Select
     participants: sa.Select
-    one_participant: sa.Select
     one_of_each: sa.CompoundSelect
     insert_posts: sa.Insert
     insert_posts_unordered: sa.Insert
@@ -784,17 +779,12 @@ def _statements() -> _Statements:
     SQLAlchemy then neither builds them again nor computes their cache keys."""
     return _Statements(
         mood=sa.select(Mood).where(Mood.slug == sa.bindparam("slug")),
-        moods=sa.select(Mood.__table__.c.id, Mood.__table__.c.slug)
-        .where(Mood.__table__.c.slug.in_(sa.bindparam("slugs", expanding=True))),
-        one_mood=sa.select(Mood.__table__.c.id, Mood.__table__.c.slug)
-        .where(Mood.__table__.c.slug == sa.bindparam("slug")),
+        moods=sa.select(_MOODS.c.id, _MOODS.c.slug)
+        .where(_MOODS.c.slug.in_(sa.bindparam("slugs", expanding=True))),
         participant=sa.select(Participant).where(Participant.handle_key == sa.bindparam("key")),
-        participants=sa.select(*(Participant.__table__.c[c] for c in (
-            "id", "handle", "handle_key", "kind", "retired_at")))
-        .where(Participant.__table__.c.handle_key.in_(sa.bindparam("keys", expanding=True))),
-        one_participant=sa.select(*(Participant.__table__.c[c] for c in (
-            "id", "handle", "handle_key", "kind", "retired_at")))
-        .where(Participant.__table__.c.handle_key == sa.bindparam("key")),
+        participants=sa.select(_PEOPLE.c.id, _PEOPLE.c.handle, _PEOPLE.c.handle_key,
+                               _PEOPLE.c.kind, _PEOPLE.c.retired_at)
+        .where(_PEOPLE.c.handle_key.in_(sa.bindparam("keys", expanding=True))),
         # The sender first: its columns' types are the union's (the Mood's are padded).
         one_of_each=sa.union_all(
             sa.select(sa.literal("p"), _PEOPLE.c.id, _PEOPLE.c.handle_key, _PEOPLE.c.handle,

@@ -396,13 +396,7 @@ def still_untaken(s: Session, ex: Extras) -> bool:
 
 def taken(s: Session, wake_id: int, ex: Extras) -> None:
     """The wake *wake_id* carries these: record it so no later wake repeats them."""
-    s.add(Turn(wake_id=wake_id, settings_seen_id=ex.settings_seen_id))
-    if ex.handoff_ids:
-        s.execute(sa.update(Handoff).where(Handoff.id.in_(ex.handoff_ids))
-                  .values(taken_wake_id=wake_id))
-    if ex.refusal_ids:
-        s.execute(sa.update(Refusal).where(Refusal.id.in_(ex.refusal_ids))
-                  .values(reported_wake_id=wake_id))
+    taken_all(s, [(wake_id, ex)])
 
 
 def taken_all(s: Session, taken_by: Sequence[tuple[int, Extras]]) -> None:

@@ -164,16 +164,23 @@ def test_a_repeated_decision_only_moves_its_time_and_count(new_store):
     assert {(r.at, r.last_at) for r in rows} == {(t(50), t(250))}
 
 
-def test_one_broken_pair_is_set_aside_and_the_rest_of_its_batch_is_decided(
-        new_store, monkeypatch):
-    store = new_store()
+def both_named_in(store: Store, moods) -> loop.Poller:
+    """The mixed world with caps that do not bite, past its first cycle, and a post naming
+    both agents in each of *moods* (m0, m1...)."""
     mixed_world(store)
     store.set_setting("parallel_turns", "64", T0, agent="a1")
     store.set_setting("max_wakes_per_hour", "600", T0, agent="a2")
-    poller, launcher = poller_for(store)
+    poller, _ = poller_for(store)
     poller.tick(t(0))
-    for i in range(6):
+    for i in moods:
         store.add_post(f"m{i}", "ada", "@a1 @a2 hello", t(1))
+    return poller
+
+
+def test_one_broken_pair_is_set_aside_and_the_rest_of_its_batch_is_decided(
+        new_store, monkeypatch):
+    store = new_store()
+    poller = both_named_in(store, range(6))
     real = evaluate.kind_facts
 
     def broken_in_m3(ctx, s, kind, l, owed, now):
@@ -428,13 +435,7 @@ def test_a_batch_of_wakes_is_recorded_in_the_same_few_statements_however_many(
 def test_a_wake_that_breaks_its_recording_is_set_aside_and_the_rest_of_its_batch_stands(
         new_store, monkeypatch):
     store = new_store()
-    mixed_world(store)
-    store.set_setting("parallel_turns", "64", T0, agent="a1")
-    store.set_setting("max_wakes_per_hour", "600", T0, agent="a2")
-    poller, _ = poller_for(store)
-    poller.tick(t(0))
-    for i in (0, 3, 4):
-        store.add_post(f"m{i}", "ada", "@a1 @a2 hello", t(1))
+    poller = both_named_in(store, (0, 3, 4))
     real = drafts.after_wake
 
     def broken_in_m3(ctx, s, l, draft, now):
